@@ -1,0 +1,218 @@
+"""Cache groups, deployments and requests, and the geometry files that hold them.
+
+A geometry file is TOML (see models/geometries/). Loading validates every field
+and raises `GeometryError` with one line naming the field and the problem.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BUILTIN_DIR = Path(__file__).parent / "geometries"
+
+TARGET = "target-attention"
+RECURRENT = "recurrent"
+DRAFT = "draft-attention"
+GROUP_KINDS = (TARGET, RECURRENT, DRAFT)
+
+
+class GeometryError(ValueError):
+    """A geometry file or value that cannot be used; the message is one line."""
+
+
+@dataclass(frozen=True)
+class CacheGroup:
+    kind: str
+    block_size: int  # tokens per block on one rank
+    dcp_sharded: bool = False
+    eagle: bool = False  # annotated as an EAGLE draft group (is_eagle_group)
+    count: int = 1
+
+    def span(self, dcp_size: int) -> int:
+        """Tokens one block id covers: block_size x DCP if sharded (vLLM eff())."""
+        return self.block_size * (dcp_size if self.dcp_sharded else 1)
+
+
+@dataclass(frozen=True)
+class Deployment:
+    dcp_size: int
+    block_size: int  # the physical attention block, after config resolution
+    max_num_scheduled_tokens: int
+    long_prefill_token_threshold: int = 0
+    eagle_block_drop: bool = False
+    hash_lookahead_tokens: int = 0
+    hash_block_size: int = 0  # 0: the gcd of the prefix-cacheable group spans
+    mamba_block_size: int | None = None  # an explicit --mamba-block-size
+    prefill_checkpoint_alignment: int | None = None  # backend internal checkpoints
+    shared_prefix_checkpoint: bool = False
+    offload_blocks_per_chunk: int = 1
+
+
+@dataclass(frozen=True)
+class Request:
+    prompt_tokens: int
+    output_tokens: int = 0
+
+    @property
+    def num_tokens(self) -> int:
+        return self.prompt_tokens + self.output_tokens
+
+
+@dataclass(frozen=True)
+class Geometry:
+    name: str
+    deployment: Deployment
+    groups: tuple[CacheGroup, ...]
+    request: Request
+    description: str = ""
+    source: str = field(default="", compare=False)
+
+    def of_kind(self, kind: str) -> tuple[CacheGroup, ...]:
+        return tuple(g for g in self.groups if g.kind == kind)
+
+    def target_spans(self) -> tuple[int, ...]:
+        return tuple(g.span(self.deployment.dcp_size) for g in self.of_kind(TARGET))
+
+    def eagle_spans(self) -> tuple[int, ...]:
+        dcp = self.deployment.dcp_size
+        return tuple(g.span(dcp) for g in self.of_kind(DRAFT) if g.eagle)
+
+    def hash_block_size(self) -> int:
+        if self.deployment.hash_block_size:
+            return self.deployment.hash_block_size
+        return math.gcd(*(g.span(self.deployment.dcp_size) for g in self.groups))
+
+
+# --- loading and validation -------------------------------------------------
+
+_DEPLOYMENT_FIELDS = {
+    "dcp_size": ("positive", True),
+    "block_size": ("positive", True),
+    "max_num_scheduled_tokens": ("positive", True),
+    "long_prefill_token_threshold": ("non-negative", False),
+    "eagle_block_drop": ("bool", False),
+    "hash_lookahead_tokens": ("non-negative", False),
+    "hash_block_size": ("positive", False),
+    "mamba_block_size": ("positive", False),
+    "prefill_checkpoint_alignment": ("positive", False),
+    "shared_prefix_checkpoint": ("bool", False),
+    "offload_blocks_per_chunk": ("positive", False),
+}
+_GROUP_FIELDS = {
+    "kind": ("kind", True),
+    "block_size": ("positive", True),
+    "dcp_sharded": ("bool", False),
+    "eagle": ("bool", False),
+    "count": ("positive", False),
+}
+_REQUEST_FIELDS = {
+    "prompt_tokens": ("positive", True),
+    "output_tokens": ("non-negative", False),
+}
+
+
+def _check_table(table: object, where: str, spec: dict) -> dict:
+    if not isinstance(table, dict):
+        raise GeometryError(f"{where}: expected a table")
+    for key in table:
+        if key not in spec:
+            raise GeometryError(f"{where}.{key}: unknown field (expected one of {', '.join(spec)})")
+    values = {}
+    for key, (rule, required) in spec.items():
+        name = f"{where}.{key}"
+        if key not in table:
+            if required:
+                raise GeometryError(f"{name}: missing required field")
+            continue
+        values[key] = check_value(name, table[key], rule)
+    return values
+
+
+def check_value(name: str, value: object, rule: str):
+    """Validate one field; `rule` is positive, non-negative, bool or kind."""
+    if rule == "bool":
+        if not isinstance(value, bool):
+            raise GeometryError(f"{name}: expected true or false, got {value!r}")
+        return value
+    if rule == "kind":
+        if value not in GROUP_KINDS:
+            raise GeometryError(
+                f"{name}: unknown group kind {value!r} (expected {', '.join(GROUP_KINDS)})"
+            )
+        return value
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise GeometryError(f"{name}: expected an integer, got {value!r}")
+    if rule == "positive" and value <= 0:
+        raise GeometryError(f"{name}: must be a positive integer, got {value}")
+    if rule == "non-negative" and value < 0:
+        raise GeometryError(f"{name}: must be a non-negative integer, got {value}")
+    return value
+
+
+def parse_geometry(data: dict, name: str, source: str = "") -> Geometry:
+    allowed = {"name", "description", "deployment", "groups", "request"}
+    for key in data:
+        if key not in allowed:
+            raise GeometryError(f"{key}: unknown top-level field (expected one of {', '.join(sorted(allowed))})")
+    for key in ("deployment", "groups", "request"):
+        if key not in data:
+            raise GeometryError(f"{key}: missing required section")
+    deployment = Deployment(**_check_table(data["deployment"], "deployment", _DEPLOYMENT_FIELDS))
+    raw_groups = data["groups"]
+    if not isinstance(raw_groups, list) or not raw_groups:
+        raise GeometryError("groups: expected at least one [[groups]] table")
+    groups = tuple(
+        CacheGroup(**_check_table(g, f"groups[{i}]", _GROUP_FIELDS)) for i, g in enumerate(raw_groups)
+    )
+    request = Request(**_check_table(data["request"], "request", _REQUEST_FIELDS))
+    geometry = Geometry(
+        name=str(data.get("name", name)),
+        description=str(data.get("description", "")),
+        deployment=deployment,
+        groups=groups,
+        request=request,
+        source=source,
+    )
+    _check_consistency(geometry)
+    return geometry
+
+
+def _check_consistency(geometry: Geometry) -> None:
+    for kind in (TARGET, RECURRENT):
+        if not geometry.of_kind(kind):
+            raise GeometryError(f"groups: a hybrid geometry needs at least one {kind} group")
+    for i, group in enumerate(geometry.groups):
+        if group.kind == RECURRENT and (group.dcp_sharded or group.eagle):
+            raise GeometryError(f"groups[{i}]: a recurrent group is neither DCP-sharded nor EAGLE")
+        if group.kind == TARGET and group.eagle:
+            raise GeometryError(f"groups[{i}].eagle: only draft-attention groups can be EAGLE groups")
+
+
+def load_geometry(path_or_name: str | Path) -> Geometry:
+    """Load a geometry file, or a built-in one by name (e.g. `kimi-k3-tp16-dcp16`)."""
+    path = Path(path_or_name)
+    if not path.exists():
+        builtin = BUILTIN_DIR / f"{path_or_name}.toml"
+        if not builtin.exists():
+            known = ", ".join(builtin_geometry_names())
+            raise GeometryError(f"{path_or_name}: no such file or built-in geometry (built-in: {known})")
+        path = builtin
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise GeometryError(f"{path}: cannot read: {error.strerror}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise GeometryError(f"{path}: not valid TOML: {error}") from None
+    try:
+        return parse_geometry(data, name=path.stem, source=str(path))
+    except GeometryError as error:
+        raise GeometryError(f"{path}: {error}") from None
+
+
+def builtin_geometry_names() -> list[str]:
+    return sorted(p.stem for p in BUILTIN_DIR.glob("*.toml"))

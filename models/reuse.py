@@ -1,0 +1,68 @@
+"""What a later request with the same tokens restores: from the GPU prefix
+cache (vllm-align-mode.md section 4.4, pr457-model.md "Restore") and from the
+native offload connector (section 4.6)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from models import arith
+
+
+def gpu_restorable(position, published_here, target_spans, eagle_spans, eagle_drop, cached_tokens, new_tokens):
+    """Whether a hit of `position` tokens is reachable by every group at once:
+    a recurrent checkpoint published there, every target group's blocks cached
+    up to it, every annotated EAGLE group one block beyond it (it drops one),
+    and the last token left to recompute."""
+    return arith.all_of(
+        position > 0,
+        published_here,
+        position <= new_tokens - 1,
+        *(arith.divides(span, position) for span in target_spans),
+        *(
+            arith.implies(eagle_drop, position + span <= arith.round_down(cached_tokens, span))
+            for span in eagle_spans
+        ),
+    )
+
+
+def gpu_restore(published: Sequence[int], target_spans, eagle_spans, eagle_drop, cached_tokens, new_tokens) -> int:
+    """The longest prefix the GPU prefix cache restores (0: none)."""
+    hits = [
+        p
+        for p in published
+        if gpu_restorable(p, True, target_spans, eagle_spans, eagle_drop, cached_tokens, new_tokens)
+    ]
+    return max(hits, default=0)
+
+
+def offload_restore(
+    published: Sequence[int],
+    cadence: int,
+    target_spans: Sequence[int],
+    eagle_spans: Sequence[int],
+    blocks_per_chunk: int,
+    cached_tokens: int,
+    new_tokens: int,
+) -> int:
+    """The prefix the offload connector's `_lookup_complete_chunks` restores:
+    a stored recurrent state (only GPU-published ones, on its chunk grid) that
+    also lies on the prefix of stored attention chunks."""
+    mamba_chunk = cadence * blocks_per_chunk
+    stored_states = sorted(p for p in published if p % mamba_chunk == 0)
+    attention = [(span * blocks_per_chunk, False) for span in target_spans]
+    attention += [(span * blocks_per_chunk, True) for span in eagle_spans]
+    cap = (new_tokens - 1) // mamba_chunk * mamba_chunk
+    while True:
+        previous = cap
+        for chunk, is_eagle in attention:
+            stored = cached_tokens // chunk * chunk
+            if is_eagle:
+                cap = min(cap, max(min(cap + chunk, stored) // chunk * chunk - chunk, 0))
+            else:
+                cap = min(cap, min(cap, stored) // chunk * chunk)
+        cap = max((p for p in stored_states if p <= cap), default=0)
+        if cap == previous:
+            break
+    smallest_unit = max([mamba_chunk] + [chunk for chunk, _ in attention])
+    return cap if cap >= smallest_unit else 0

@@ -1,0 +1,156 @@
+"""The chunk split and the last cacheable position.
+
+vLLM 0.33.0 `Scheduler._mamba_block_aligned_split` (v1/core/sched/scheduler.py:
+546-662) and its helpers `get_mamba_prefill_checkpoint_position` (CP) and
+`is_mamba_prefill_checkpoint_valid` (VALID) in v1/kv_cache_interface.py:
+1169-1211; PR457 as pr457-model.md items 2-5 read it. Every value may be an
+int or a Z3 term (models/arith.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from models import arith
+from models.variants import Variant
+
+
+@dataclass(frozen=True)
+class SplitParams:
+    """What the split reads from the scheduler: fixed for a deployment."""
+
+    block: object  # the grid chunks align to: cache_config.block_size (0.33.0) or R (PR457)
+    sched_block: object  # S, the scheduler block
+    hash_block: object  # H
+    eagle_drop: object  # E: use_eagle_block_drop
+    lookahead: object  # L: num_hash_lookahead_tokens
+    max_scheduled: object  # M
+    long_prefill_threshold: object  # T (static scheduler config)
+    partial_hits: object  # mamba_partial_cache_hit
+    checkpoint_blocks: object  # mamba_has_prefill_checkpoint_blocks
+    checkpoint_alignment: object  # A; 0 = None (no internal checkpoints)
+    shared_prefix: object  # mamba_shared_prefix_checkpoint
+    eagle_spans: tuple = ()  # spans of annotated EAGLE draft groups (PR457 conversion)
+
+
+@dataclass(frozen=True)
+class SplitCall:
+    """One call: the request's state and the candidate chunk."""
+
+    computed: object  # c: request.num_computed_tokens
+    requested: object  # n: num_new_tokens
+    prompt: object  # P
+    tokens: object  # N: request.num_tokens
+    local_hit: object = 0  # l
+    external_hit: object = 0  # x
+    junction: object = 0  # J: request.shared_prefix_boundary
+
+    @property
+    def start(self):
+        return self.computed + self.local_hit + self.external_hit
+
+    @property
+    def prefill_end(self):
+        return arith.maximum(self.prompt, self.tokens - 1)
+
+
+def checkpoint_position(num_tokens, block, drop_eagle_block, lookahead=0):
+    """CP: the reusable checkpoint boundary of a prefill of `num_tokens`."""
+    limit = arith.ite(drop_eagle_block, num_tokens, num_tokens - arith.maximum(1, lookahead))
+    position = arith.round_down(limit, block)
+    position = arith.ite(drop_eagle_block, position - block, position)
+    return arith.maximum(position, 0)
+
+
+def checkpoint_valid(query_start, query_end, position, hash_block, cadence, alignment):
+    """VALID: whether a backend can export an internal checkpoint in this query."""
+    initial_state_column = arith.floordiv(query_start - 1, cadence)
+    checkpoint_column = arith.cdiv(query_end, cadence) - 2
+    return arith.all_of(
+        alignment != 0,
+        arith.divides(hash_block, query_start),
+        checkpoint_column > initial_state_column,
+        query_start + hash_block <= position,
+        query_start < position,
+        position < query_end,
+        arith.divides(arith.ite(alignment == 0, 1, alignment), position - query_start),
+    )
+
+
+def max_prefill_tokens(p: SplitParams):
+    threshold = p.long_prefill_threshold
+    return arith.ite(threshold > 0, arith.minimum(p.max_scheduled, threshold), p.max_scheduled)
+
+
+def last_cacheable_position(variant: Variant, p: SplitParams, tokens):
+    """lcp: the last position on the grid whose state can be reused."""
+    if variant.mutation == "lcp-off-by-one":
+        tokens = tokens + 1
+    block = p.block
+    plain = checkpoint_position(tokens, block, False, p.lookahead)
+    if variant.mutation == "eagle-backoff-dropped":
+        backoff = plain
+    else:
+        backoff = checkpoint_position(tokens, block, True, p.lookahead)
+    if variant.converts_annotated_eagle and p.eagle_spans:
+        reusable = arith.minimum(*(checkpoint_position(tokens, span, True) for span in p.eagle_spans))
+        if variant.mutation == "conversion-rounds-up":
+            backoff = arith.cdiv(reusable, block) * block
+        else:
+            backoff = arith.round_down(reusable, block)
+    return arith.ite(p.eagle_drop, backoff, plain)
+
+
+def _strictly_inside(variant: Variant, start, stop, end):
+    if variant.mutation == "stop-at-start":
+        return arith.all_of(start <= stop, stop < end)
+    return arith.all_of(start < stop, stop < end)
+
+
+def split(variant: Variant, p: SplitParams, call: SplitCall):
+    """The number of tokens to schedule: `requested`, clipped so the chunk ends
+    where recurrent state must be checkpointed."""
+    start, prefill_end, block = call.start, call.prefill_end, p.block
+    lcp = last_cacheable_position(variant, p, call.tokens)
+    checkpoint_block = arith.ite(p.partial_hits, p.hash_block, p.sched_block)
+    end = start + call.requested
+    cp = checkpoint_position(prefill_end, checkpoint_block, p.eagle_drop, p.lookahead)
+    internal = arith.all_of(
+        p.checkpoint_blocks,
+        end >= prefill_end,
+        checkpoint_valid(start, end, cp, p.hash_block, block, p.checkpoint_alignment),
+    )
+    lcp = arith.ite(internal, 0, lcp)
+
+    aligned_end = arith.round_down(end, block)
+    aligns = arith.all_of(
+        end < prefill_end,
+        arith.any_of(aligned_end > start, block <= max_prefill_tokens(p)),
+    )
+    end = arith.ite(aligns, aligned_end, end)
+
+    next_boundary = (arith.floordiv(start, block) + 1) * block
+    tail = arith.ite(
+        arith.all_of(p.partial_hits, arith.negate(internal)),
+        checkpoint_position(call.prompt, p.hash_block, p.eagle_drop, p.lookahead),
+        0,
+    )
+    junction = call.junction
+    floored_junction = start + arith.round_down(junction - start, block)
+    junction_stop = arith.ite(
+        arith.all_of(p.shared_prefix, junction <= call.prompt), junction, floored_junction
+    )
+    stops = (
+        arith.ite(arith.all_of(arith.negate(arith.divides(block, start)), arith.negate(internal)), next_boundary, 0),
+        lcp,
+        arith.ite(arith.all_of(lcp < tail, tail < call.prompt), tail, 0),
+        arith.ite(arith.all_of(start < junction, junction < end), junction_stop, 0),
+    )
+    clipped = end
+    for stop in stops:
+        clipped = arith.ite(
+            arith.all_of(_strictly_inside(variant, start, stop, end), stop < clipped), stop, clipped
+        )
+    result = arith.maximum(clipped - start, 0)
+    # Decode and anything past the prefill is left untouched.
+    return arith.ite(start >= prefill_end, call.requested, result)
