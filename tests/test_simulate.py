@@ -1,0 +1,208 @@
+"""`gridproof simulate` on the Kimi-K3 TP16/DCP16 geometry: the figures of
+PR457's description (pr457-model.md, "The problem it solves").
+
+Kimi-K3 here: 768-token physical pages, target attention DCP16-sharded
+(span 12,288), an EAGLE draft group at DCP1 (span 768, block drop on), a
+4,096-token budget, an explicit 12,288-token recurrent cadence, a 100,000-token
+prompt.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from models.geometry import load_geometry
+from models.variants import get_variant
+from proofs.simulate import simulate
+
+GEOMETRY = "kimi-k3-tp16-dcp16"
+PAGE = 768
+TARGET_SPAN = 12_288  # 768 x DCP16
+BUDGET = 4_096
+BASELINE_STEP = 3_840  # rd(4,096, 768): a 0.33.0 chunk from a page-aligned start
+FIRST_COMMON = 61_440  # lcm(3,840, 12,288)
+PROMPT = 100_000
+
+
+def gridproof_json(*args: str) -> dict:
+    exe = shutil.which("gridproof")
+    command = [exe] if exe else [sys.executable, "-m", "proofs.cli"]
+    result = subprocess.run(
+        [*command, "simulate", GEOMETRY, "--json", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def baseline_cli() -> dict:
+    return gridproof_json()  # baseline is the default variant
+
+
+@pytest.fixture(scope="module")
+def pr457_cli() -> dict:
+    return gridproof_json("--variant", "pr457")
+
+
+def run(variant: str, prompt_tokens: int) -> dict:
+    return simulate(get_variant(variant), load_geometry(GEOMETRY), BUDGET, prompt_tokens=prompt_tokens)
+
+
+def round_down(n: int, block: int) -> int:
+    return n // block * block
+
+
+def eagle_boundary(n: int) -> int:
+    """CP(N, 768, drop=True): the last position an identical resend restores
+    through the EAGLE draft group, which drops one 768-token block."""
+    return max(0, round_down(n, PAGE) - PAGE)
+
+
+# --- JSON shape ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fixture", ["baseline_cli", "pr457_cli"])
+def test_json_shape(fixture, request):
+    data = request.getfixturevalue(fixture)
+    assert {"variant", "chunk_ends", "published", "private", "reuse"} <= set(data)
+    assert data["variant"] == fixture.removesuffix("_cli")
+    assert data["geometry"] == GEOMETRY
+    for key in ("chunk_ends", "published", "private"):
+        assert isinstance(data[key], list) and data[key], key
+        assert all(type(v) is int for v in data[key]), key
+    assert type(data["reuse"]) is int
+    ends = data["chunk_ends"]
+    assert ends == sorted(set(ends)), "chunk ends strictly increase"
+    assert ends[-1] == PROMPT
+    # Every chunk end leaves its state either published or private, never both.
+    assert sorted(data["published"] + data["private"]) == ends
+    assert not set(data["published"]) & set(data["private"])
+    # The steps agree with the summary lists.
+    assert [s["end"] for s in data["steps"] if s["end"] > s["start"]] == ends
+    assert [s["end"] for s in data["steps"] if s["state"] == "published"] == data["published"]
+
+
+def test_cli_and_function_agree(baseline_cli, pr457_cli):
+    for data in (baseline_cli, pr457_cli):
+        direct = run(data["variant"], PROMPT)
+        assert {k: direct[k] for k in data} == data
+
+
+# --- baseline: vLLM 0.33.0 ----------------------------------------------------
+
+
+def test_baseline_publishes_only_on_the_3840_grid(baseline_cli):
+    data = baseline_cli
+    assert data["cadence"] == PAGE and data["split_block"] == PAGE
+    assert data["target_spans"] == [TARGET_SPAN]
+    assert data["published"] == list(range(BASELINE_STEP, 96_001, BASELINE_STEP))
+    assert all(p % BASELINE_STEP == 0 for p in data["published"])
+    # The only one of them on a target-attention boundary below 100,000 tokens:
+    on_target = [p for p in data["published"] if p % TARGET_SPAN == 0]
+    assert on_target == [FIRST_COMMON]
+    assert data["private"] == [PROMPT]
+
+
+def test_baseline_restores_61440_for_the_100000_token_prompt(baseline_cli):
+    assert baseline_cli["reuse"] == FIRST_COMMON
+    assert baseline_cli["reuse_offload"] == FIRST_COMMON  # native offload does no better
+    # A resumed request reads the state after 61,440 tokens from slot 61,440 / 768 - 1.
+    assert baseline_cli["resume_state_column"] == FIRST_COMMON // PAGE - 1 == 79
+
+
+@pytest.mark.parametrize("prompt", [20_000, 50_000, 61_439, 62_207, 100_000])
+def test_baseline_chunks_before_the_last_cacheable_position_end_on_3840(prompt):
+    data = run("baseline", prompt)
+    lcp = eagle_boundary(prompt)
+    before = [e for e in data["chunk_ends"] if e < lcp]
+    assert before == list(range(BASELINE_STEP, lcp, BASELINE_STEP))
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [1, 767, 768, 4_096, 12_288, 24_576, 30_000, 36_864, 49_152, 50_000, 61_439, 61_440],
+)
+def test_baseline_restores_nothing_shorter_than_61440(prompt):
+    data = run("baseline", prompt)
+    assert data["reuse"] == 0
+    assert data["reuse_offload"] == 0
+
+
+def test_baseline_first_restore_needs_one_draft_block_beyond_61440():
+    # Restoring h = 61,440 through the EAGLE group needs [0, h + 768) cached, so the
+    # resent prompt must hold 62,208 tokens; one token fewer restores nothing.
+    assert run("baseline", FIRST_COMMON + PAGE - 1)["reuse"] == 0
+    assert run("baseline", FIRST_COMMON + PAGE)["reuse"] == FIRST_COMMON
+
+
+# --- pr457 ----------------------------------------------------------------------
+
+
+def test_pr457_advances_4096_tokens_a_step(pr457_cli):
+    data = pr457_cli
+    assert data["cadence"] == TARGET_SPAN and data["split_block"] == TARGET_SPAN
+    lcp = round_down(eagle_boundary(PROMPT), TARGET_SPAN)
+    assert lcp == 98_304
+    full = [s for s in data["steps"] if s["end"] <= lcp]
+    assert len(full) == lcp // BUDGET == 24
+    assert all(s["requested"] == BUDGET and s["end"] - s["start"] == BUDGET for s in full)
+    assert [s["end"] for s in full] == list(range(BUDGET, lcp + 1, BUDGET))
+
+
+def test_pr457_keeps_intermediate_states_private(pr457_cli):
+    private = pr457_cli["private"]
+    assert 4_096 in private and 8_192 in private
+    # Every 4,096-step end that is not a cadence multiple stays private.
+    expected = [e for e in range(BUDGET, 98_305, BUDGET) if e % TARGET_SPAN]
+    assert [p for p in private if p <= 98_304] == expected
+    assert all(p % TARGET_SPAN for p in private)
+
+
+def test_pr457_publishes_every_12288_multiple_and_restores_the_last(pr457_cli):
+    data = pr457_cli
+    assert data["published"] == [k * TARGET_SPAN for k in range(1, 9)]
+    assert data["published"][-1] == 98_304
+    assert data["reuse"] == data["published"][-1] == 98_304
+    assert data["reuse_offload"] == 98_304
+    assert data["resume_state_column"] == 98_304 // TARGET_SPAN - 1 == 7
+    # Every published checkpoint is shared with target attention.
+    assert data["groups"][0]["kind"] == "target-attention"
+    assert data["groups"][0]["published_on_boundary"] == data["published"]
+
+
+@pytest.mark.parametrize(
+    "prompt", [12_288, 24_576, 30_000, 50_000, 61_440, 62_207, 62_208, 74_000, 74_496, 100_000]
+)
+def test_pr457_publishes_up_to_the_converted_eagle_boundary(prompt):
+    data = run("pr457", prompt)
+    # pr457-model.md item 5: the annotated draft group's boundary, on the cadence grid.
+    lcp = round_down(eagle_boundary(prompt), TARGET_SPAN)
+    published = data["published"]
+    assert all(p % TARGET_SPAN == 0 for p in published)
+    assert [p for p in published if p <= lcp] == list(range(TARGET_SPAN, lcp + 1, TARGET_SPAN))
+    # A checkpoint past lcp (the final chunk, or the stop at the next cadence
+    # boundary after the partial tail) lies past the EAGLE group's reusable
+    # boundary, so an identical resend cannot restore it.
+    assert all(eagle_boundary(prompt) < p <= prompt for p in published if p > lcp)
+    # With partial hash hits (H = 768 < S = 12,288) the split also stops at the
+    # prompt's partial tail CP(P, 768, drop) whenever it lies beyond lcp
+    # (vllm-align-mode.md section 2.2 step 6); off the cadence, that state is private.
+    tail = eagle_boundary(prompt)
+    if lcp < tail and tail % TARGET_SPAN:
+        assert tail in data["private"]
+    assert data["reuse"] == lcp
+    assert data["reuse"] >= run("baseline", prompt)["reuse"]
+    if lcp:
+        assert data["resume_state_column"] == lcp // TARGET_SPAN - 1
+    else:
+        assert data["resume_state_column"] is None
