@@ -35,33 +35,101 @@ class SymbolicContext:
     """
 
     def __init__(self) -> None:
-        self.definitions: list[z3.BoolRef] = []
+        self._definitions: list[z3.BoolRef] = []
         self.obligations: list[z3.BoolRef] = []
         self._divisions: dict[tuple[int, int], tuple[z3.ArithRef, z3.ArithRef]] = {}
         self._lcms: dict[tuple[int, ...], z3.ArithRef] = {}
+        self._quotients: dict[int, tuple[z3.ArithRef, list[z3.ArithRef]]] = {}
+        self._witnessed: list[tuple[z3.ArithRef, z3.ArithRef, z3.ArithRef, z3.ArithRef]] = []
         self._counter = 0
+
+    @property
+    def definitions(self) -> list[z3.BoolRef]:
+        """The witness definitions, and for every two quotients by the same
+        divisor the monotonicity of multiplication by it: q < q' implies
+        q*d + d <= q'*d for d > 0. Valid for all integers; it hands the solver
+        the one nonlinear step that block-grid reasoning keeps needing."""
+        lemmas = []
+        # Divisibility is transitive: d | x and x | y give y == (q_y * q_x) * d.
+        for x, d, qx, rx in self._witnessed:
+            for y, e, qy, ry in self._witnessed:
+                if e.eq(x):
+                    lemmas.append(z3.Implies(z3.And(rx == 0, ry == 0), y == (qy * qx) * d))
+                    self._register(qy * qx, d)
+        for d, quotients in self._quotients.values():
+            pool = [z3.IntVal(0), *quotients]
+            for a in pool:
+                for b in pool:
+                    if a is not b and not a.eq(b):
+                        lemmas.append(z3.Implies(z3.And(d > 0, a < b), a * d + d <= b * d))
+        return self._definitions + lemmas
+
+    def _register(self, q: z3.ArithRef, d: z3.ArithRef) -> None:
+        if z3.is_int_value(d):
+            return
+        _, quotients = self._quotients.setdefault(d.get_id(), (d, []))
+        if not any(q.eq(known) for known in quotients):
+            quotients.append(q)
 
     def fresh(self, stem: str) -> z3.ArithRef:
         self._counter += 1
         return z3.Int(f"_{stem}{self._counter}")
 
     def divide(self, x: z3.ArithRef, d: z3.ArithRef) -> tuple[z3.ArithRef, z3.ArithRef]:
+        """Quotient and remainder of x by d, Python's floor semantics.
+
+        Structure is used before witnesses: a branch divides branch-wise, a
+        visible multiple of d has remainder 0, and a visible multiple added
+        to a term only shifts the quotient. Each rewrite is exact for d != 0;
+        it spares the solver the nonlinear step of rediscovering it."""
+        x, d = z3.simplify(x), z3.simplify(d)
+        if z3.is_int_value(x) and x.as_long() == 0:
+            self._note_divisor(d)
+            return z3.IntVal(0), z3.IntVal(0)
+        if z3.is_app_of(x, z3.Z3_OP_ITE):
+            condition, then, otherwise = x.children()
+            q1, r1 = self.divide(then, d)
+            q2, r2 = self.divide(otherwise, d)
+            return z3.If(condition, q1, q2), z3.If(condition, r1, r2)
+        factor = _cofactor(x, d)
+        if factor is not None:
+            self._note_divisor(d)
+            self._register(factor, d)
+            return factor, z3.IntVal(0)
+        if z3.is_add(x):
+            terms = x.children()
+            for i, term in enumerate(terms):
+                factor = _cofactor(term, d)
+                if factor is not None:
+                    rest = terms[:i] + terms[i + 1 :]
+                    q, r = self.divide(rest[0] if len(rest) == 1 else z3.Sum(*rest), d)
+                    self._register(q + factor, d)
+                    return q + factor, r
+        return self._witness(x, d)
+
+    def _note_divisor(self, d: z3.ArithRef) -> None:
+        if not z3.is_int_value(d):
+            self.obligations.append(d != 0)
+
+    def _witness(self, x: z3.ArithRef, d: z3.ArithRef) -> tuple[z3.ArithRef, z3.ArithRef]:
         key = (x.get_id(), d.get_id())
         if key not in self._divisions:
             q, r = self.fresh("q"), self.fresh("r")
-            self.definitions.append(x == q * d + r)
+            self._definitions.append(x == q * d + r)
             if z3.is_int_value(d):
                 value = d.as_long()
                 if value == 0:
                     raise ZeroDivisionError("model divides by the constant 0")
                 bounds = z3.And(0 <= r, r < d) if value > 0 else z3.And(d < r, r <= 0)
-                self.definitions.append(bounds)
+                self._definitions.append(bounds)
             else:
                 # Python floors: the remainder takes the divisor's sign.
-                self.definitions.append(z3.Implies(d > 0, z3.And(0 <= r, r < d)))
-                self.definitions.append(z3.Implies(d < 0, z3.And(d < r, r <= 0)))
+                self._definitions.append(z3.Implies(d > 0, z3.And(0 <= r, r < d)))
+                self._definitions.append(z3.Implies(d < 0, z3.And(d < r, r <= 0)))
                 self.obligations.append(d != 0)
             self._divisions[key] = (q, r)
+            self._witnessed.append((x, d, q, r))
+            self._register(q, d)
         return self._divisions[key]
 
     def lcm(self, terms: tuple[z3.ArithRef, ...]) -> z3.ArithRef:
@@ -77,13 +145,26 @@ class SymbolicContext:
             product = z3.IntVal(1)
             for t in terms:
                 witness = self.fresh("lcmw")
-                self.definitions.append(result == witness * t)
-                self.definitions.append(witness >= 1)
+                self._definitions.append(result == witness * t)
+                self._definitions.append(witness >= 1)
                 product = product * t
                 self.obligations.append(t > 0)
-            self.definitions.append(result <= product)
+            self._definitions.append(result <= product)
             self._lcms[key] = result
         return self._lcms[key]
+
+
+def _cofactor(x: z3.ArithRef, d: z3.ArithRef) -> z3.ArithRef | None:
+    """c when x is visibly c * d, else None."""
+    if x.eq(d):
+        return z3.IntVal(1)
+    if z3.is_mul(x):
+        factors = x.children()
+        for i, f in enumerate(factors):
+            if f.eq(d):
+                rest = factors[:i] + factors[i + 1 :]
+                return rest[0] if len(rest) == 1 else z3.Product(*rest)
+    return None
 
 
 @contextmanager

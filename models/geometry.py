@@ -139,9 +139,7 @@ def check_value(name: str, value: object, rule: str):
         return value
     if rule == "kind":
         if value not in GROUP_KINDS:
-            raise GeometryError(
-                f"{name}: unknown group kind {value!r} (expected {', '.join(GROUP_KINDS)})"
-            )
+            raise GeometryError(f"{name}: unknown group kind {value!r} (expected {', '.join(GROUP_KINDS)})")
         return value
     if isinstance(value, bool) or not isinstance(value, int):
         raise GeometryError(f"{name}: expected an integer, got {value!r}")
@@ -156,7 +154,9 @@ def parse_geometry(data: dict, name: str, source: str = "") -> Geometry:
     allowed = {"name", "description", "deployment", "groups", "request"}
     for key in data:
         if key not in allowed:
-            raise GeometryError(f"{key}: unknown top-level field (expected one of {', '.join(sorted(allowed))})")
+            raise GeometryError(
+                f"{key}: unknown top-level field (expected one of {', '.join(sorted(allowed))})"
+            )
     for key in ("deployment", "groups", "request"):
         if key not in data:
             raise GeometryError(f"{key}: missing required section")

@@ -7,8 +7,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from models import arith
 from models.config import guard_accepts
-from models.geometry import DRAFT, RECURRENT, TARGET, Geometry
+from models.geometry import DRAFT, RECURRENT, Geometry
 from models.scheduler import SplitParams
 from models.variants import Variant
 
@@ -27,33 +28,44 @@ class Plan:
     accepted: bool
 
 
+def cadence(variant: Variant, resolved_block, explicit, user_cadence):
+    """R, the recurrent spec block. In 0.33.0 align mode it is the resolved
+    block (`mamba_block_size := block_size`); PR457 keeps an explicit
+    --mamba-block-size."""
+    if not variant.keeps_explicit_cadence:
+        return resolved_block
+    return arith.ite(explicit, user_cadence, resolved_block)
+
+
+def split_grid(variant: Variant, recurrent_cadence, spec_blocks):
+    """The grid the split aligns to: 0.33.0 reads cache_config.block_size, reset
+    after KV planning to the smallest prefix-cacheable spec block
+    (v1/engine/core.py:335-349); PR457 reads the cadence."""
+    if variant.splits_on_cadence and variant.mutation != "physical-block-cadence":
+        return recurrent_cadence
+    return arith.minimum(*spec_blocks)
+
+
 def recurrent_cadence(variant: Variant, geometry: Geometry) -> int:
-    """R. In 0.33.0 align mode the recurrent spec block is the physical block
-    (the group's block_size); PR457 keeps an explicit --mamba-block-size."""
     explicit = geometry.deployment.mamba_block_size
-    cadences = [g.block_size for g in geometry.of_kind(RECURRENT)]
-    if variant.keeps_explicit_cadence and explicit is not None:
-        cadences = [explicit for _ in cadences]
+    cadences = [
+        cadence(variant, g.block_size, explicit is not None, explicit) for g in geometry.of_kind(RECURRENT)
+    ]
     return math.lcm(*cadences)
 
 
 def plan(variant: Variant, geometry: Geometry) -> Plan:
     d = geometry.deployment
-    cadence = recurrent_cadence(variant, geometry)
-    spans = []
-    spec_blocks = []
-    for group in geometry.groups:
-        block = cadence if group.kind == RECURRENT else group.block_size
-        spec_blocks.append(block)
-        spans.append(block * (d.dcp_size if group.dcp_sharded else 1))
-    # After KV planning, cache_config.block_size is the smallest spec block of
-    # the prefix-cacheable groups (v1/engine/core.py:335-349).
-    cache_block = min(spec_blocks)
-    split_on_cadence = variant.splits_on_cadence and variant.mutation != "physical-block-cadence"
-    block = cadence if split_on_cadence else cache_block
+    r = recurrent_cadence(variant, geometry)
+    spec_blocks = [r if group.kind == RECURRENT else group.block_size for group in geometry.groups]
+    spans = [
+        block * (d.dcp_size if group.dcp_sharded else 1)
+        for block, group in zip(spec_blocks, geometry.groups, strict=True)
+    ]
+    block = split_grid(variant, r, spec_blocks)
     sched_block = math.lcm(*spans)
     hash_block = geometry.hash_block_size()
-    enabled = cadence > hash_block if d.dcp_size == 1 else cadence >= hash_block
+    enabled = r > hash_block if d.dcp_size == 1 else r >= hash_block
     partial = hash_block < sched_block and enabled
     lookahead = d.hash_lookahead_tokens
     eagle_drop = d.eagle_block_drop and lookahead == 0
@@ -72,15 +84,16 @@ def plan(variant: Variant, geometry: Geometry) -> Plan:
         checkpoint_alignment=alignment,
         shared_prefix=d.shared_prefix_checkpoint and partial and has_eagle_groups,
         eagle_spans=geometry.eagle_spans(),
+        eagle_annotated=bool(geometry.eagle_spans()),
     )
     targets = geometry.target_spans()
     return Plan(
         variant=variant,
         geometry=geometry,
-        cadence=cadence,
+        cadence=r,
         split=params,
         target_spans=targets,
-        accepted=bool(guard_accepts(variant, cadence, targets)),
+        accepted=bool(guard_accepts(variant, r, targets)),
     )
 
 

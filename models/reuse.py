@@ -9,29 +9,52 @@ from collections.abc import Sequence
 from models import arith
 
 
-def gpu_restorable(position, published_here, target_spans, eagle_spans, eagle_drop, cached_tokens, new_tokens):
+def gpu_restorable(
+    position,
+    published_here,
+    target_spans,
+    eagle_spans,
+    eagle_drop,
+    lookahead,
+    cached_tokens,
+    new_tokens,
+    eagle_annotated=None,
+):
     """Whether a hit of `position` tokens is reachable by every group at once:
-    a recurrent checkpoint published there, every target group's blocks cached
-    up to it, every annotated EAGLE group one block beyond it (it drops one),
-    and the last token left to recompute."""
+    a recurrent checkpoint published there with its hash in existence, every
+    target group's blocks cached up to it, every EAGLE group one block beyond
+    it (it drops one; with no annotated group every attention group counts as
+    one, section 4.4), and the last token left to recompute."""
+    if eagle_annotated is None:
+        eagle_annotated = bool(eagle_spans)
+
+    def one_block_beyond(span):
+        return position + span <= arith.round_down(cached_tokens, span)
+
     return arith.all_of(
         position > 0,
         published_here,
         position <= new_tokens - 1,
+        position + lookahead <= new_tokens,
         *(arith.divides(span, position) for span in target_spans),
+        *(arith.implies(arith.all_of(eagle_drop, eagle_annotated), one_block_beyond(s)) for s in eagle_spans),
         *(
-            arith.implies(eagle_drop, position + span <= arith.round_down(cached_tokens, span))
-            for span in eagle_spans
+            arith.implies(arith.all_of(eagle_drop, arith.negate(eagle_annotated)), one_block_beyond(s))
+            for s in target_spans
         ),
     )
 
 
-def gpu_restore(published: Sequence[int], target_spans, eagle_spans, eagle_drop, cached_tokens, new_tokens) -> int:
+def gpu_restore(
+    published: Sequence[int], target_spans, eagle_spans, eagle_drop, lookahead, cached_tokens, new_tokens
+) -> int:
     """The longest prefix the GPU prefix cache restores (0: none)."""
     hits = [
         p
         for p in published
-        if gpu_restorable(p, True, target_spans, eagle_spans, eagle_drop, cached_tokens, new_tokens)
+        if gpu_restorable(
+            p, True, target_spans, eagle_spans, eagle_drop, lookahead, cached_tokens, new_tokens
+        )
     ]
     return max(hits, default=0)
 

@@ -30,7 +30,8 @@ class SplitParams:
     checkpoint_blocks: object  # mamba_has_prefill_checkpoint_blocks
     checkpoint_alignment: object  # A; 0 = None (no internal checkpoints)
     shared_prefix: object  # mamba_shared_prefix_checkpoint
-    eagle_spans: tuple = ()  # spans of annotated EAGLE draft groups (PR457 conversion)
+    eagle_spans: tuple = ()  # spans of the EAGLE draft groups (PR457 conversion)
+    eagle_annotated: object = False  # whether those groups are annotated is_eagle_group
 
 
 @dataclass(frozen=True)
@@ -95,9 +96,10 @@ def last_cacheable_position(variant: Variant, p: SplitParams, tokens):
     if variant.converts_annotated_eagle and p.eagle_spans:
         reusable = arith.minimum(*(checkpoint_position(tokens, span, True) for span in p.eagle_spans))
         if variant.mutation == "conversion-rounds-up":
-            backoff = arith.cdiv(reusable, block) * block
+            converted = arith.cdiv(reusable, block) * block
         else:
-            backoff = arith.round_down(reusable, block)
+            converted = arith.round_down(reusable, block)
+        backoff = arith.ite(p.eagle_annotated, converted, backoff)
     return arith.ite(p.eagle_drop, backoff, plain)
 
 
@@ -141,7 +143,9 @@ def split(variant: Variant, p: SplitParams, call: SplitCall):
         arith.all_of(p.shared_prefix, junction <= call.prompt), junction, floored_junction
     )
     stops = (
-        arith.ite(arith.all_of(arith.negate(arith.divides(block, start)), arith.negate(internal)), next_boundary, 0),
+        arith.ite(
+            arith.all_of(arith.negate(arith.divides(block, start)), arith.negate(internal)), next_boundary, 0
+        ),
         lcp,
         arith.ite(arith.all_of(lcp < tail, tail < call.prompt), tail, 0),
         arith.ite(arith.all_of(start < junction, junction < end), junction_stop, 0),

@@ -59,8 +59,7 @@ _MUTANTS = (
     ("slot-off-by-one", PR457_GUARDED, "a resumed request reads its initial state from column h // R"),
 )
 MUTANTS = {
-    name: replace(base, name=f"mutant:{name}", mutation=name, description=why)
-    for name, base, why in _MUTANTS
+    name: replace(base, name=f"mutant:{name}", mutation=name, description=why) for name, base, why in _MUTANTS
 }
 
 

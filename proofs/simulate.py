@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from models.geometry import Geometry
 from models.plan import checked_plan
-from models.prefill import Trace, initial_state_column, run_prefill
+from models.prefill import initial_state_column, run_prefill
 from models.reuse import gpu_restore, offload_restore
 from models.variants import Variant
 
@@ -16,7 +16,15 @@ def simulate(variant: Variant, geometry: Geometry, budgets, prompt_tokens: int |
     prompt = request.prompt_tokens if prompt_tokens is None else prompt_tokens
     tokens = prompt + request.output_tokens
     eagle_spans = geometry.eagle_spans()
-    restored = gpu_restore(trace.published, plan.target_spans, eagle_spans, plan.split.eagle_drop, tokens, tokens)
+    restored = gpu_restore(
+        trace.published,
+        plan.target_spans,
+        eagle_spans,
+        plan.split.eagle_drop,
+        plan.split.lookahead,
+        tokens,
+        tokens,
+    )
     offloaded = offload_restore(
         trace.published,
         plan.cadence,
@@ -92,8 +100,10 @@ def render_text(result: dict) -> str:
             f"  {group['kind']:<17} span {group['span']:>7,}: published states on its boundaries: "
             f"{_positions(group['published_on_boundary'])}"
         )
-    lines.append(f"  restored by a later identical request: GPU prefix cache {result['reuse']:,} tokens, "
-                 f"offload {result['reuse_offload']:,} tokens")
+    lines.append(
+        f"  restored by a later identical request: GPU prefix cache {result['reuse']:,} tokens, "
+        f"offload {result['reuse_offload']:,} tokens"
+    )
     return "\n".join(lines)
 
 

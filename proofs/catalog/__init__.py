@@ -1,0 +1,12 @@
+"""The theorem catalogue, by subject. Each theorem is data: a name, a
+statement in words, and formulas over named inputs that return a Claim
+(hypotheses, goal, covers). Expected verdicts live in proofs/manifest.toml."""
+
+from proofs.catalog.base import Obligation, Theorem
+from proofs.catalog.config import THEOREMS as CONFIG
+from proofs.catalog.prefill import THEOREMS as PREFILL
+from proofs.catalog.split import THEOREMS as SPLIT
+
+CATALOGUE: dict[str, Theorem] = {t.name: t for t in (*CONFIG, *SPLIT, *PREFILL)}
+
+__all__ = ["CATALOGUE", "Obligation", "Theorem"]

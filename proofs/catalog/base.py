@@ -1,0 +1,141 @@
+"""What a theorem is, and the symbolic inputs the theorems share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from models import arith
+from models.plan import cadence, split_grid
+from models.scheduler import SplitCall, SplitParams
+from proofs.solver import Formula, Kind, Var
+
+
+@dataclass(frozen=True)
+class Obligation:
+    name: str
+    variables: tuple[Var, ...]
+    formula: Formula
+
+
+@dataclass(frozen=True)
+class Theorem:
+    name: str
+    subject: str
+    statement: str
+    obligations: tuple[Obligation, ...]  # all PROVED proves the theorem
+    # For properties of a whole prefill: a bounded unrolling from a fresh
+    # request, searched for a real counterexample when the induction fails.
+    trace_search: Obligation | None = None
+    # Hypotheses that are dropped one at a time, each expected to refute.
+    ablate: tuple[str, ...] = ()
+
+
+def ints(*names: str, size: bool = False) -> tuple[Var, ...]:
+    return tuple(Var(n, Kind.INT, size=size) for n in names)
+
+
+def bools(*names: str) -> tuple[Var, ...]:
+    return tuple(Var(n, Kind.BOOL) for n in names)
+
+
+# --- the scheduler's inputs, every flag free --------------------------------
+
+SPLIT_PARAM_VARS = (
+    *ints("block", "sched_block", "hash_block", "align", size=True),
+    *ints("lookahead", "max_scheduled", "threshold"),
+    *bools("eagle_drop", "partial", "ckpt_blocks", "shared"),
+)
+SPLIT_CALL_VARS = ints("computed", "requested", "prompt", "tokens", "local_hit", "external_hit", "junction")
+
+
+def split_params(x: dict, block=None, eagle_spans=(), annotated=False) -> SplitParams:
+    return SplitParams(
+        block=x["block"] if block is None else block,
+        sched_block=x["sched_block"],
+        hash_block=x["hash_block"],
+        eagle_drop=x["eagle_drop"],
+        lookahead=x["lookahead"],
+        max_scheduled=x["max_scheduled"],
+        long_prefill_threshold=x["threshold"],
+        partial_hits=x["partial"],
+        checkpoint_blocks=x["ckpt_blocks"],
+        checkpoint_alignment=arith.ite(x["ckpt_blocks"], x["align"], 0),
+        shared_prefix=x["shared"],
+        eagle_spans=eagle_spans,
+        eagle_annotated=annotated,
+    )
+
+
+def split_call(x: dict) -> SplitCall:
+    return SplitCall(
+        computed=x["computed"],
+        requested=x["requested"],
+        prompt=x["prompt"],
+        tokens=x["tokens"],
+        local_hit=x["local_hit"],
+        external_hit=x["external_hit"],
+        junction=x["junction"],
+    )
+
+
+def scheduler_domain(x: dict) -> dict[str, object]:
+    """What vLLM guarantees of the split's inputs, as named hypotheses."""
+    return {**params_domain(x), **call_domain(x)}
+
+
+def params_domain(x: dict) -> dict[str, object]:
+    return {
+        "block sizes positive": arith.all_of(
+            x["block"] >= 1, x["sched_block"] >= 1, x["hash_block"] >= 1, x["align"] >= 1
+        ),
+        "budgets non-negative": arith.all_of(x["max_scheduled"] >= 1, x["threshold"] >= 0, x["lookahead"] >= 0),
+        "EAGLE drop off with lookahead": arith.implies(x["eagle_drop"], x["lookahead"] == 0),
+    }
+
+
+def call_domain(x: dict) -> dict[str, object]:
+    return {
+        "token counts non-negative": arith.all_of(
+            x["computed"] >= 0,
+            x["requested"] >= 0,
+            x["local_hit"] >= 0,
+            x["external_hit"] >= 0,
+            x["junction"] >= 0,
+        ),
+        "prompt within request": arith.all_of(x["prompt"] >= 1, x["tokens"] >= x["prompt"]),
+    }
+
+
+# --- a symbolic deployment ----------------------------------------------------
+# Two target-attention groups, one recurrent group, one draft-attention group
+# that may or may not be annotated as EAGLE; every size and flag free.
+
+GEOMETRY_VARS = (
+    *ints("page", "page2", "draft_block", "dcp", "user_cadence", size=True),
+    *bools("explicit", "sharded", "sharded2", "annotated"),
+)
+
+
+@dataclass(frozen=True)
+class SymbolicDeployment:
+    cadence: object
+    target_spans: tuple
+    draft_span: object
+    split_block: object
+
+
+def deployment(variant, x: dict) -> SymbolicDeployment:
+    r = cadence(variant, x["page"], x["explicit"], x["user_cadence"])
+    spans = (
+        x["page"] * arith.ite(x["sharded"], x["dcp"], 1),
+        x["page2"] * arith.ite(x["sharded2"], x["dcp"], 1),
+    )
+    block = split_grid(variant, r, (x["page"], x["page2"], r, x["draft_block"]))
+    return SymbolicDeployment(cadence=r, target_spans=spans, draft_span=x["draft_block"], split_block=block)
+
+
+def deployment_domain(x: dict) -> dict[str, object]:
+    return {
+        "pages positive": arith.all_of(x["page"] >= 1, x["page2"] >= 1, x["draft_block"] >= 1, x["dcp"] >= 1),
+        "explicit cadence positive": x["user_cadence"] >= 1,
+    }

@@ -1,0 +1,120 @@
+"""Config resolution: PR457 changes one line of `_align_hybrid_block_size`."""
+
+from __future__ import annotations
+
+from models import arith
+from models.config import ConfigInputs, resolve
+from models.variants import BASELINE
+from proofs.catalog.base import Obligation, Theorem, bools, ints
+from proofs.solver import Claim
+
+CONFIG_VARS = (
+    *ints("block_in", "kernel_min", "backend_alignment", "checkpoint_alignment", size=True),
+    *ints("mamba_in", "padded_in", "attn_page_per_token", "mamba_page"),
+    *bools("use_mla", "align_mode", "explicit"),
+)
+
+
+def _inputs(x: dict) -> ConfigInputs:
+    return ConfigInputs(
+        block_size=x["block_in"],
+        mamba_block_size=x["mamba_in"],
+        mamba_page_size_padded=x["padded_in"],
+        attn_page_per_token=x["attn_page_per_token"],
+        mamba_page=x["mamba_page"],
+        kernel_min=x["kernel_min"],
+        backend_alignment=x["backend_alignment"],
+        use_mla=x["use_mla"],
+        align_mode=x["align_mode"],
+        checkpoint_alignment=x["checkpoint_alignment"],
+        explicit_mamba_block_size=x["explicit"],
+    )
+
+
+def _domain(x: dict) -> dict[str, object]:
+    return {
+        "sizes positive": arith.all_of(
+            x["block_in"] >= 1,
+            x["kernel_min"] >= 1,
+            x["backend_alignment"] >= 1,
+            x["attn_page_per_token"] >= 1,
+        ),
+        "checkpoint alignment unset or positive": x["checkpoint_alignment"] >= 0,
+        "optional sizes unset or positive": arith.all_of(x["mamba_in"] >= 0, x["padded_in"] >= 0),
+        "mamba page non-negative": x["mamba_page"] >= 0,
+    }
+
+
+def default_equivalence(variant, x):
+    mine, base = resolve(variant, _inputs(x)), resolve(BASELINE, _inputs(x))
+    return Claim(
+        hypotheses={**_domain(x), "no explicit cadence": arith.negate(x["explicit"])},
+        goal=arith.all_of(
+            mine.block_size == base.block_size,
+            mine.mamba_block_size == base.mamba_block_size,
+            mine.mamba_page_size_padded == base.mamba_page_size_padded,
+        ),
+        covers={"align mode with a Mamba state": arith.all_of(x["align_mode"], x["mamba_page"] > 0)},
+    )
+
+
+def physical_unchanged(variant, x):
+    mine, base = resolve(variant, _inputs(x)), resolve(BASELINE, _inputs(x))
+    return Claim(
+        hypotheses=_domain(x),
+        goal=arith.all_of(
+            mine.block_size == base.block_size, mine.mamba_page_size_padded == base.mamba_page_size_padded
+        ),
+        covers={"explicit cadence in align mode": arith.all_of(x["explicit"], x["align_mode"], x["mamba_page"] > 0)},
+    )
+
+
+def explicit_kept(variant, x):
+    out = resolve(variant, _inputs(x))
+    return Claim(
+        hypotheses={
+            **_domain(x),
+            "explicit cadence": arith.all_of(x["explicit"], x["mamba_in"] >= 1),
+            "align mode": x["align_mode"],
+            "model has recurrent state": x["mamba_page"] >= 1,
+        },
+        goal=out.mamba_block_size == x["mamba_in"],
+    )
+
+
+def page_covers_state(variant, x):
+    out = resolve(variant, _inputs(x))
+    return Claim(
+        hypotheses={**_domain(x), "model has recurrent state": x["mamba_page"] >= 1},
+        goal=out.block_size * x["attn_page_per_token"] >= x["mamba_page"],
+    )
+
+
+def _theorem(name, statement, formula):
+    return Theorem(name, "config", statement, (Obligation("main", CONFIG_VARS, formula),))
+
+
+THEOREMS = (
+    _theorem(
+        "config-default-equivalence",
+        "Without an explicit --mamba-block-size, the variant resolves the physical block size, "
+        "the recurrent block size and the padded recurrent page exactly as vLLM 0.33.0 does.",
+        default_equivalence,
+    ),
+    _theorem(
+        "config-physical-unchanged",
+        "With any explicit cadence or none, the physical block size and the padded recurrent page "
+        "are exactly vLLM 0.33.0's.",
+        physical_unchanged,
+    ),
+    _theorem(
+        "config-explicit-cadence-kept",
+        "In align mode an explicit --mamba-block-size is kept as the recurrent block size.",
+        explicit_kept,
+    ),
+    _theorem(
+        "config-page-covers-state",
+        "The resolved attention page holds at least one recurrent state (vLLM asserts it).",
+        page_covers_state,
+    ),
+)

@@ -1,0 +1,233 @@
+"""Properties of a whole prefill, by induction over steps: a step lemma and
+an invariant checked by Z3, and a bounded unrolling from a fresh request that
+produces real counterexample traces (DESIGN.md principle 6)."""
+
+from __future__ import annotations
+
+from models import arith
+from models.config import guard_accepts
+from models.prefill import initial_state_column, publishes, state_column
+from models.reuse import gpu_restorable
+from models.scheduler import SplitCall, last_cacheable_position, max_prefill_tokens, split
+from proofs.catalog.base import (
+    GEOMETRY_VARS,
+    SPLIT_CALL_VARS,
+    SPLIT_PARAM_VARS,
+    Obligation,
+    Theorem,
+    call_domain,
+    deployment,
+    deployment_domain,
+    ints,
+    params_domain,
+    split_params,
+)
+from proofs.solver import Claim
+
+# The split block comes from the deployment; the other scheduler inputs stay free.
+STEP_VARS = tuple(v for v in SPLIT_PARAM_VARS if v.name != "block") + SPLIT_CALL_VARS + GEOMETRY_VARS
+PUBLISH_VAR_NAMES = {v.name for v in SPLIT_PARAM_VARS + GEOMETRY_VARS} | {"computed", "tokens"}
+UNROLL_STEPS = 2
+TRACE_VARS = (
+    tuple(v for v in SPLIT_PARAM_VARS if v.name != "block")
+    + ints("prompt", "tokens")
+    + GEOMETRY_VARS
+    + ints(*(f"budget{i}" for i in range(UNROLL_STEPS)))
+)
+
+
+def _setting(variant, x):
+    d = deployment(variant, x)
+    p = split_params(x, block=d.split_block, eagle_spans=(d.draft_span,), annotated=x["annotated"])
+    hypotheses = {
+        **params_domain({**x, "block": d.split_block}),
+        **deployment_domain(x),
+        "configuration accepted": guard_accepts(variant, d.cadence, d.target_spans),
+    }
+    return d, p, hypotheses
+
+
+def _on_targets(position, spans):
+    return arith.all_in(arith.divides(span, position) for span in spans)
+
+
+def _aligned_if_published(position, d, tokens):
+    return arith.implies(publishes(position, d.cadence, tokens), _on_targets(position, d.target_spans))
+
+
+def published_on_targets_step(variant, x):
+    """Step lemma, for any chunk end at all (so for every one the split can
+    produce): if it publishes, it lies on every target boundary."""
+    d, p, hypotheses = _setting(variant, x)
+    start, end, tokens = x["computed"], x["end"], x["tokens"]
+    hypotheses["a chunk of the prefill"] = arith.all_of(0 <= start, start <= end, end <= tokens)
+    hypotheses["invariant before the step"] = _aligned_if_published(start, d, tokens)
+    return Claim(
+        hypotheses=hypotheses,
+        goal=_aligned_if_published(end, d, tokens),
+        covers={
+            "two target groups, DCP > 1, budget below cadence": arith.all_of(
+                x["dcp"] >= 2, x["sharded"], max_prefill_tokens(p) < d.cadence
+            ),
+            "EAGLE annotated": arith.all_of(p.eagle_drop, x["annotated"]),
+        },
+    )
+
+
+def guard_weakest(variant, x):
+    """The step lemma with the guard's conditions as named hypotheses, as
+    witnesses; each one dropped must refute it."""
+    d, p, hypotheses = _setting(variant, x)
+    start, end, tokens = x["computed"], x["end"], x["tokens"]
+    hypotheses["a chunk of the prefill"] = arith.all_of(0 <= start, start <= end, end <= tokens)
+    hypotheses["invariant before the step"] = _aligned_if_published(start, d, tokens)
+    for i, span in enumerate(d.target_spans, 1):
+        hypotheses[f"cadence a multiple of target span {i}"] = d.cadence == x[f"w{i}"] * span
+    return Claim(hypotheses=hypotheses, goal=_aligned_if_published(end, d, tokens))
+
+
+def published_on_targets_trace(variant, x):
+    """Fresh request, UNROLL_STEPS steps of the given budgets."""
+    d, p, hypotheses = _setting(variant, x)
+    hypotheses["prompt within request"] = arith.all_of(x["prompt"] >= 1, x["tokens"] >= x["prompt"])
+    hypotheses["budgets positive"] = arith.all_in(x[f"budget{i}"] >= 1 for i in range(UNROLL_STEPS))
+    computed, holds = 0, True
+    prompt, tokens = x["prompt"], x["tokens"]
+    for i in range(UNROLL_STEPS):
+        requested = arith.minimum(x[f"budget{i}"], tokens - computed)
+        end = computed + split(
+            variant, p, SplitCall(computed=computed, requested=requested, prompt=prompt, tokens=tokens)
+        )
+        holds = arith.all_of(holds, _aligned_if_published(end, d, tokens))
+        computed = end
+    return Claim(hypotheses=hypotheses, goal=holds)
+
+
+def same_checkpoints_step(variant, x):
+    """Invariant: the checkpoints published so far are all multiples of R up
+    to the computed tokens (their count is c // R). Step: it still holds, and
+    the step advances without passing the prompt."""
+    d, p, hypotheses = _setting(variant, x)
+    call = SplitCall(computed=x["computed"], requested=x["requested"], prompt=x["prompt"], tokens=x["prompt"])
+    end = call.start + split(variant, p, call)
+    count = x["published_count"]
+    hypotheses.update(
+        {
+            "fresh request without outputs or hits": arith.all_of(x["computed"] >= 0, x["prompt"] >= 1),
+            "in prefill": call.computed < call.prompt,
+            "cadence exceeds budget": d.cadence > max_prefill_tokens(p),
+            "request within budget and prompt": arith.all_of(
+                call.requested >= 1,
+                call.requested <= max_prefill_tokens(p),
+                call.requested <= call.prompt - call.computed,
+            ),
+            "invariant before the step": count == arith.floordiv(call.computed, d.cadence),
+        }
+    )
+    published = arith.ite(publishes(end, d.cadence, call.tokens), 1, 0)
+    return Claim(
+        hypotheses={**hypotheses, **call_domain({**x, "local_hit": 0, "external_hit": 0, "junction": 0})},
+        goal=arith.all_of(end > call.computed, end <= call.prompt, count + published == arith.floordiv(end, d.cadence)),
+    )
+
+
+def restorable_below_lcp(variant, x):
+    """Every checkpoint published at or below the last cacheable position is
+    restored by a later request with the same tokens."""
+    d, p, hypotheses = _setting(variant, x)
+    tokens = x["tokens"]
+    hypotheses.update(call_domain(x))
+    position = x["k"] * d.cadence
+    lcp = last_cacheable_position(variant, p, tokens)
+    hypotheses.update(
+        {
+            "a published checkpoint": arith.all_of(x["k"] >= 1, tokens >= x["prompt"], x["prompt"] >= 1),
+            "at or below the last cacheable position": position <= lcp,
+            "draft span divides the cadence": d.cadence == x["w"] * d.draft_span,
+        }
+    )
+    goal = gpu_restorable(
+        position,
+        True,
+        d.target_spans,
+        (d.draft_span,),
+        p.eagle_drop,
+        p.lookahead,
+        tokens,
+        tokens,
+        x["annotated"],
+    )
+    return Claim(
+        hypotheses=hypotheses,
+        goal=goal,
+        covers={"EAGLE annotated": arith.all_of(p.eagle_drop, x["annotated"])},
+    )
+
+
+def state_slot(variant, x):
+    """The column a request reads its initial state from, fresh or resumed
+    at a published checkpoint, holds the state after exactly the tokens it
+    has computed."""
+    cadence, k = x["cadence"], x["k"]
+    computed = k * cadence
+    column = initial_state_column(variant, computed, cadence)
+    return Claim(
+        hypotheses={"cadence positive": cadence >= 1, "fresh or at a published checkpoint": k >= 0},
+        goal=arith.ite(k == 0, column == -1, column == state_column(computed, cadence)),
+        covers={"resumed": k >= 1},
+    )
+
+
+THEOREMS = (
+    Theorem(
+        "prefill-published-on-target-boundaries",
+        "prefill",
+        "Every published recurrent checkpoint lies on a boundary shared with every target-attention group "
+        "(a multiple of every target span), whatever the budgets, hits and flags.",
+        (
+            Obligation(
+                "step",
+                tuple(v for v in STEP_VARS if v.name in PUBLISH_VAR_NAMES) + ints("end"),
+                published_on_targets_step,
+            ),
+        ),
+        trace_search=Obligation("trace", TRACE_VARS, published_on_targets_trace),
+    ),
+    Theorem(
+        "guard-weakest",
+        "guard",
+        "The guard of pr457-guarded, a cadence that is a multiple of every target-attention span, makes every "
+        "published checkpoint shared with target attention, and each of its conditions is needed: dropping it "
+        "refutes the property.",
+        (
+            Obligation(
+                "step",
+                tuple(v for v in STEP_VARS if v.name in PUBLISH_VAR_NAMES) + ints("end", "w1", "w2"),
+                guard_weakest,
+            ),
+        ),
+        ablate=("cadence a multiple of target span 1", "cadence a multiple of target span 2"),
+    ),
+    Theorem(
+        "prefill-same-checkpoints-every-budget",
+        "prefill",
+        "When the cadence exceeds the prefill budget, every budget sequence that makes progress publishes the "
+        "same checkpoints: every multiple of R up to the prompt (the count of published checkpoints after c "
+        "tokens is c // R, and each step advances without passing the prompt).",
+        (Obligation("step", STEP_VARS + ints("published_count"), same_checkpoints_step),),
+    ),
+    Theorem(
+        "prefill-restore-published",
+        "prefill",
+        "A later request with the same tokens restores every checkpoint published at or below the last "
+        "cacheable position, and so the last of them.",
+        (Obligation("main", STEP_VARS + ints("k", "w"), restorable_below_lcp),),
+    ),
+    Theorem(
+        "prefill-state-slot",
+        "prefill",
+        "A fresh request reads no state (column -1); a request resumed at a published checkpoint h reads "
+        "column (h - 1) // R, the slot the chunk ending at h wrote.",
+        (Obligation("main", ints("cadence", size=True) + ints("k"), state_slot),),
+    ),
+)

@@ -1,0 +1,249 @@
+"""The chunk split and the last cacheable position, for one call with every
+input and flag free (vllm-align-mode.md section 7, T1-T4, T6, T10)."""
+
+from __future__ import annotations
+
+from models import arith
+from models.scheduler import checkpoint_position, last_cacheable_position, max_prefill_tokens, split
+from models.variants import BASELINE
+from proofs.catalog.base import (
+    SPLIT_CALL_VARS,
+    SPLIT_PARAM_VARS,
+    Obligation,
+    Theorem,
+    ints,
+    scheduler_domain,
+    split_call,
+    split_params,
+)
+from proofs.solver import Claim
+
+VARS = SPLIT_PARAM_VARS + SPLIT_CALL_VARS
+
+
+def _one_call(variant, x):
+    if "start_blocks" in x:
+        # start = a * block + o, 0 <= o < block: the start's grid position as a
+        # witness (../shared/reference/z3-encoding.md), stated in _start_witness.
+        x = dict(
+            x,
+            computed=x["start_blocks"] * x["block"] + x["start_offset"] - x["local_hit"] - x["external_hit"],
+        )
+    p, call = split_params(x), split_call(x)
+    return p, call, split(variant, p, call)
+
+
+def _in_prefill(call):
+    return call.start < call.prefill_end
+
+
+def default_equivalence(variant, x):
+    p, call, mine = _one_call(variant, x)
+    return Claim(
+        hypotheses=scheduler_domain(x),
+        goal=mine == split(BASELINE, p, call),
+        covers={
+            "mid-block start with a junction": arith.all_of(
+                arith.negate(arith.divides(p.block, call.start)), call.start < call.junction
+            ),
+            "EAGLE drop with partial hits": arith.all_of(p.eagle_drop, p.partial_hits),
+        },
+    )
+
+
+def bounds(variant, x):
+    p, call, r = _one_call(variant, x)
+    return Claim(
+        hypotheses={**scheduler_domain(x), "in prefill": _in_prefill(call)},
+        goal=arith.all_of(0 <= r, r <= call.requested),
+    )
+
+
+def outside_prefill(variant, x):
+    p, call, r = _one_call(variant, x)
+    return Claim(
+        hypotheses={**scheduler_domain(x), "past the prefill": call.start >= call.prefill_end},
+        goal=r == call.requested,
+    )
+
+
+def zero_exactly_when(variant, x):
+    p, call, r = _one_call(variant, x)
+    end = call.start + call.requested
+    stuck = arith.all_of(
+        end < call.prefill_end,
+        arith.round_down(end, p.block) <= call.start,
+        p.block <= max_prefill_tokens(p),
+    )
+    return Claim(
+        hypotheses={**scheduler_domain(x), "in prefill": _in_prefill(call)},
+        goal=(r == 0) == arith.any_of(call.requested == 0, stuck),
+        covers={"a stall": stuck},
+    )
+
+
+def progress_when_cadence_exceeds_budget(variant, x):
+    p, call, r = _one_call(variant, x)
+    return Claim(
+        hypotheses={
+            **scheduler_domain(x),
+            "in prefill": _in_prefill(call),
+            "cadence exceeds budget": p.block > max_prefill_tokens(p),
+            "tokens requested": call.requested >= 1,
+        },
+        goal=r > 0,
+    )
+
+
+def grid_landing(variant, x):
+    """A non-final chunk ends on the grid, at a named stop, or is a private
+    sub-block advance that crosses no grid point."""
+    p, call, r = _one_call(variant, x)
+    start, block, end = call.start, p.block, call.start + r
+    lcp = last_cacheable_position(variant, p, call.tokens)
+    tail = checkpoint_position(call.prompt, p.hash_block, p.eagle_drop, p.lookahead)
+    private_advance = arith.all_of(
+        block > max_prefill_tokens(p), arith.floordiv(end, block) == arith.floordiv(start, block)
+    )
+    return Claim(
+        hypotheses={
+            **scheduler_domain(x),
+            "non-final chunk": end < call.prefill_end,
+            "progress": r > 0,
+            "no internal checkpoint": arith.negate(p.checkpoint_blocks),
+        },
+        goal=arith.any_of(
+            arith.divides(block, end),
+            end == lcp,
+            arith.all_of(p.partial_hits, end == tail),
+            end == call.junction,
+            private_advance,
+        ),
+        covers={"private advance": private_advance},
+    )
+
+
+def no_jump(variant, x):
+    """With the cadence above the budget, no chunk passes over a multiple of
+    the cadence: every multiple on the way is a chunk end."""
+    p, call, r = _one_call(variant, x)
+    start, end = call.start, call.start + r
+    k = x["k"]
+    return Claim(
+        hypotheses={
+            **scheduler_domain(x),
+            "in prefill": _in_prefill(call),
+            "cadence exceeds budget": p.block > max_prefill_tokens(p),
+            "request within budget": call.requested <= max_prefill_tokens(p),
+            "a multiple of the cadence": k >= 1,
+        },
+        goal=arith.negate(arith.all_of(start < k * p.block, k * p.block < end)),
+    )
+
+
+def eagle_backoff(variant, x):
+    p = split_params(x, eagle_spans=(x["draft_span"],), annotated=False)
+    n = x["tokens"]
+    return Claim(
+        hypotheses={
+            **scheduler_domain(x),
+            "EAGLE block drop": p.eagle_drop,
+            "no annotated EAGLE group": True,
+        },
+        goal=last_cacheable_position(variant, p, n) == checkpoint_position(n, p.block, True),
+    )
+
+
+def eagle_conversion(variant, x):
+    """With annotated EAGLE groups, lcp is on the recurrent grid, at or below
+    every annotated group's last reusable boundary, and not below the
+    conservative one-block backoff."""
+    spans = (x["draft_span"], x["draft_span2"])
+    p = split_params(x, eagle_spans=spans, annotated=True)
+    n = x["tokens"]
+    lcp = last_cacheable_position(variant, p, n)
+    return Claim(
+        hypotheses={
+            **scheduler_domain(x),
+            "EAGLE block drop": p.eagle_drop,
+            "draft spans divide the cadence": arith.all_of(
+                p.block == x["w1"] * spans[0], p.block == x["w2"] * spans[1], spans[0] >= 1, spans[1] >= 1
+            ),
+        },
+        goal=arith.all_of(
+            arith.divides(p.block, lcp),
+            *(lcp <= checkpoint_position(n, span, True) for span in spans),
+            lcp >= checkpoint_position(n, p.block, True),
+        ),
+    )
+
+
+def _theorem(name, subject, statement, formula, extra=()):
+    return Theorem(name, subject, statement, (Obligation("main", VARS + tuple(extra), formula),))
+
+
+THEOREMS = (
+    _theorem(
+        "split-default-equivalence",
+        "split",
+        "With the default cadence and no annotated EAGLE group, the variant splits every chunk exactly as "
+        "vLLM 0.33.0, for every input: flags, hits and junctions included.",
+        default_equivalence,
+    ),
+    _theorem(
+        "split-bounds",
+        "split",
+        "In prefill the split returns between 0 and the tokens requested.",
+        bounds,
+    ),
+    _theorem(
+        "split-untouched-outside-prefill",
+        "split",
+        "Past the prefill (decode, replayed outputs done) the split returns the request unchanged.",
+        outside_prefill,
+    ),
+    _theorem(
+        "split-zero-exactly-when",
+        "split",
+        "The split returns 0 exactly when nothing was requested, or the chunk is non-final, its aligned end "
+        "does not pass its start, and the grid fits in the budget.",
+        zero_exactly_when,
+    ),
+    _theorem(
+        "split-progress-cadence-above-budget",
+        "split",
+        "When the grid exceeds the prefill budget, every request for tokens makes progress (private advance).",
+        progress_when_cadence_exceeds_budget,
+    ),
+    _theorem(
+        "split-grid-landing",
+        "split",
+        "A non-final chunk ends on the grid, at the last cacheable position, at the partial-hash tail, at the "
+        "junction, or is a private advance that crosses no grid point.",
+        grid_landing,
+    ),
+    _theorem(
+        "split-no-jump",
+        "split",
+        "When the cadence exceeds the budget, no chunk passes over a multiple of the cadence.",
+        no_jump,
+        ints("k"),
+    ),
+    _theorem(
+        "eagle-backoff-without-annotation",
+        "eagle",
+        "With EAGLE block drop and no annotated EAGLE group, the last cacheable position is the "
+        "one-recurrent-block backoff max(0, (N // R) * R - R).",
+        eagle_backoff,
+        ints("draft_span", size=True),
+    ),
+    _theorem(
+        "eagle-annotated-conversion",
+        "eagle",
+        "With annotated EAGLE groups whose spans divide the cadence, the last cacheable position is on the "
+        "recurrent grid, at or below every annotated group's last reusable boundary, and at or above the "
+        "conservative backoff.",
+        eagle_conversion,
+        (*ints("draft_span", "draft_span2", size=True), *ints("w1", "w2")),
+    ),
+)

@@ -1,0 +1,177 @@
+"""Running the catalogue: one entry per theorem and variant, compared with
+the checked-in manifest (proofs/manifest.toml)."""
+
+from __future__ import annotations
+
+import sys
+import time
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from models.variants import MUTANTS, VARIANTS, get_variant
+from proofs.catalog import CATALOGUE, Theorem
+from proofs.solver import DEFAULT_RLIMIT, ERROR, PROVED, REFUTED, UNKNOWN, VACUOUS, Outcome, decide
+
+MANIFEST = Path(__file__).parent / "manifest.toml"
+VERDICTS = (PROVED, REFUTED, UNKNOWN, VACUOUS, ERROR)
+
+
+class ManifestError(ValueError):
+    pass
+
+
+@dataclass
+class Expectation:
+    theorem: str
+    tier: str
+    expected: dict[str, str]  # variant or mutant:NAME -> verdict
+    reason: str = ""
+
+
+def load_manifest(path: Path = MANIFEST) -> dict[str, Expectation]:
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    result = {}
+    for name, entry in data.get("theorems", {}).items():
+        if name not in CATALOGUE:
+            raise ManifestError(f"{path}: theorem {name!r} is not in the catalogue")
+        expected = dict(entry.get("expected", {}))
+        for mutant in entry.get("kills", []):
+            if mutant not in MUTANTS:
+                raise ManifestError(f"{path}: {name}: unknown mutant {mutant!r}")
+            expected[f"mutant:{mutant}"] = REFUTED
+        for variant, verdict in expected.items():
+            get_variant(variant)
+            if verdict not in VERDICTS:
+                raise ManifestError(f"{path}: {name}: {variant}: unknown verdict {verdict!r}")
+        refutable = entry.get("kills") or REFUTED in expected.values()
+        if not refutable and not entry.get("unkilled_reason"):
+            raise ManifestError(f"{path}: {name}: no mutant or variant refutes it, and no unkilled_reason says why")
+        result[name] = Expectation(name, entry.get("tier", "ci"), expected, entry.get("unkilled_reason", ""))
+    missing = set(CATALOGUE) - set(result)
+    if missing:
+        raise ManifestError(f"{path}: no expectation for {', '.join(sorted(missing))}")
+    return result
+
+
+@dataclass
+class Entry:
+    theorem: str
+    variant: str
+    verdict: str
+    expected: str
+    rlimit: int
+    seconds: float
+    hypotheses_used: list[str] = field(default_factory=list)
+    hypotheses: list[str] = field(default_factory=list)
+    counterexample: dict | None = None
+    reason: str = ""
+    ablations: dict[str, str] = field(default_factory=dict)
+    reproduce: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return (
+            self.verdict == self.expected
+            and self.verdict in (PROVED, REFUTED)
+            and all(v == REFUTED for v in self.ablations.values())
+        )
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def run_theorem(theorem: Theorem, variant_name: str, expected: str, rlimit: int = DEFAULT_RLIMIT) -> Entry:
+    variant = get_variant(variant_name)
+    started = time.perf_counter()
+    refute_first = expected == REFUTED
+    outcomes = [
+        (o, decide(o.formula, o.variables, variant, rlimit, refute_first=refute_first)) for o in theorem.obligations
+    ]
+    verdict, reason, counterexample, used = _combine(theorem, outcomes)
+    spent = sum(out.rlimit for _, out in outcomes)
+    if verdict == UNKNOWN and theorem.trace_search is not None and any(o.verdict == REFUTED for _, o in outcomes):
+        search = theorem.trace_search
+        found = decide(search.formula, search.variables, variant, rlimit, refute_first=True)
+        spent += found.rlimit
+        if found.verdict == REFUTED:
+            verdict, reason, counterexample = REFUTED, "a fresh request's trace violates it", found.counterexample
+        else:
+            reason = f"the step lemma fails at some state, and no fresh-request trace of the unrolled steps was found ({found.verdict}: {found.reason})"
+    ablations = {}
+    if verdict == PROVED:
+        for hypothesis in theorem.ablate:
+            dropped = [
+                decide(o.formula, o.variables, variant, rlimit, drop=[hypothesis], refute_first=True)
+                for o in theorem.obligations
+            ]
+            ablations[hypothesis] = REFUTED if any(d.verdict == REFUTED for d in dropped) else dropped[0].verdict
+    return Entry(
+        theorem=theorem.name,
+        variant=variant_name,
+        verdict=verdict,
+        expected=expected,
+        rlimit=spent,
+        seconds=round(time.perf_counter() - started, 3),
+        hypotheses_used=used,
+        hypotheses=_hypothesis_names(theorem, variant),
+        counterexample=counterexample,
+        reason=reason,
+        ablations=ablations,
+        reproduce=f"gridproof prove --theorem {theorem.name} --variant {variant_name} --rlimit {rlimit}",
+    )
+
+
+def _combine(theorem: Theorem, outcomes: list) -> tuple[str, str, dict | None, list[str]]:
+    for bad in (ERROR, VACUOUS):
+        for obligation, out in outcomes:
+            if out.verdict == bad:
+                return bad, f"{obligation.name}: {out.reason}", out.counterexample, []
+    if all(out.verdict == PROVED for _, out in outcomes):
+        many = len(outcomes) > 1
+        used = sorted({(f"{o.name}: {h}" if many else h) for o, out in outcomes for h in out.hypotheses_used})
+        return PROVED, "", None, used
+    for _obligation, out in outcomes:
+        if out.verdict == REFUTED and theorem.trace_search is None:
+            return REFUTED, out.reason, out.counterexample, []
+    unknown = [f"{o.name}: {out.reason}" for o, out in outcomes if out.verdict != PROVED]
+    return UNKNOWN, "; ".join(unknown), None, []
+
+
+def _hypothesis_names(theorem: Theorem, variant) -> list[str]:
+    from models import arith
+    from proofs.solver import symbolic_inputs
+
+    names: list[str] = []
+    for obligation in theorem.obligations:
+        with arith.symbolic_context():
+            claim = obligation.formula(variant, symbolic_inputs(obligation.variables))
+        names += [n for n in claim.hypotheses if n not in names]
+    return names
+
+
+def plan_runs(
+    manifest: dict[str, Expectation], theorem: str | None, variant: str | None, tier: str
+) -> list[tuple[Theorem, str, str]]:
+    if theorem is not None and theorem not in CATALOGUE:
+        raise ManifestError(f"unknown theorem {theorem!r} (known: {', '.join(CATALOGUE)})")
+    if variant is not None:
+        get_variant(variant)
+    runs = []
+    for name, expectation in manifest.items():
+        if theorem is not None and name != theorem:
+            continue
+        if theorem is None and tier != "all" and expectation.tier != tier:
+            continue
+        for v, verdict in expectation.expected.items():
+            if variant is None or v == variant:
+                runs.append((CATALOGUE[name], v, verdict))
+    return runs
+
+
+def progress(message: str) -> None:
+    if sys.stderr.isatty():
+        print(f"\r\033[K{message}", end="", file=sys.stderr, flush=True)
+
+
+__all__ = ["Entry", "Outcome", "VARIANTS", "load_manifest", "plan_runs", "run_theorem"]
