@@ -92,12 +92,15 @@ def split_cases():
             for requested in sorted(r for r in ends if r >= 0):
                 p = variants[(index * 37) % len(variants)]
                 index += 1
-                yield p, SplitCall(
-                    computed=start - hit,
-                    requested=requested,
-                    prompt=prompt,
-                    tokens=tokens,
-                    local_hit=hit if hit_kind == "local" else 0,
-                    external_hit=hit if hit_kind == "external" else 0,
-                    junction=junction,
+                yield (
+                    p,
+                    SplitCall(
+                        computed=start - hit,
+                        requested=requested,
+                        prompt=prompt,
+                        tokens=tokens,
+                        local_hit=hit if hit_kind == "local" else 0,
+                        external_hit=hit if hit_kind == "external" else 0,
+                        junction=junction,
+                    ),
                 )

@@ -93,7 +93,9 @@ def config_scenarios(draw) -> ConfigScenario:
         mamba_shapes=tuple(shapes),
         mamba_dtypes=tuple(draw(st.sampled_from(tuple(DTYPE_BYTES))) for _ in shapes),
         backends=(draw(_backend), *draw(st.lists(_optional_backend, max_size=2))),
-        layer_alignments=tuple(draw(st.lists(st.one_of(st.none(), st.sampled_from(ALIGNMENTS), st.integers(1, 1024)), max_size=3))),
+        layer_alignments=tuple(
+            draw(st.lists(st.one_of(st.none(), st.sampled_from(ALIGNMENTS), st.integers(1, 1024)), max_size=3))
+        ),
     )
 
 
@@ -127,7 +129,10 @@ def random_scenario(rng: random.Random) -> ConfigScenario:
         shapes, dtypes = ((max(0, page),),), ("int8",)
     else:
         shapes = tuple(
-            tuple(rng.choice((0, 1, rng.randint(1, 4096))) if rng.random() < 0.05 else rng.randint(1, 4096) for _ in range(rng.randint(1, 3)))
+            tuple(
+                rng.choice((0, 1, rng.randint(1, 4096))) if rng.random() < 0.05 else rng.randint(1, 4096)
+                for _ in range(rng.randint(1, 3))
+            )
             for _ in range(rng.randint(1, 3))
         )
         dtypes = tuple(rng.choice(tuple(DTYPE_BYTES)) for _ in shapes)

@@ -114,7 +114,8 @@ def _checkpoint_anchors(p: SplitParams, prompt: int, tokens: int) -> list[int]:
     with and without the EAGLE drop), so starts and ends are drawn around them."""
     prefill_end = max(prompt, tokens - 1)
     anchors = [prefill_end, prompt, tokens]
-    for n, unit in ((tokens, p.block), (prompt, p.hash_block), (prefill_end, p.hash_block), (prefill_end, p.sched_block)):
+    calls = ((tokens, p.block), (prompt, p.hash_block), (prefill_end, p.hash_block), (prefill_end, p.sched_block))
+    for n, unit in calls:
         anchors.append(max(0, (n - max(1, p.lookahead)) // unit * unit))
         anchors.append(max(0, n // unit * unit - unit))
     return anchors
@@ -169,9 +170,8 @@ def random_call(rng: random.Random, p: SplitParams) -> SplitCall:
         )
     )
     end = start + requested
-    junction = rng.choice(
-        (0, 0, rng.randint(0, tokens + 2), near(rng, [start, end, prompt, tokens, start + g, end - g, (start // g + 1) * g]))
-    )
+    junctions = [start, end, prompt, tokens, start + g, end - g, (start // g + 1) * g]
+    junction = rng.choice((0, 0, rng.randint(0, tokens + 2), near(rng, junctions)))
     return SplitCall(
         computed=start - local_hit - external_hit,
         requested=requested,
