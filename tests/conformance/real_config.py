@@ -153,8 +153,11 @@ class RealConfig:
         )
 
     def resolve(self, s: ConfigScenario) -> tuple[int, int | None, int | None]:
-        """(block_size, mamba_block_size, mamba_page_size_padded) after the real method."""
-        config = self.vllm_config(s)
+        return self.resolve_config(self.vllm_config(s))
+
+    def resolve_config(self, config: SimpleNamespace) -> tuple[int, int | None, int | None]:
+        """(block_size, mamba_block_size, mamba_page_size_padded) after the real
+        method, with the first attention layer's backend as the selected one."""
         self._align(config, config.compilation_config.static_forward_context["attn.0"].backend)
         c = config.cache_config
         return c.block_size, c.mamba_block_size, c.mamba_page_size_padded

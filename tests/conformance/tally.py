@@ -41,5 +41,10 @@ def compare(kind: str, cases: Iterable, model: Callable, real: Callable) -> None
         raise AssertionError(f"{kind}: {len(mismatches)} mismatches with vLLM 0.33.0, first ones:\n{shown}")
 
 
+def count(kind: str, cases: int) -> None:
+    """Counts cases compared elsewhere (in `compare` under another kind)."""
+    COUNTS.setdefault(kind, Count()).cases += cases
+
+
 def summary_lines() -> list[str]:
     return [f"conformance: {kind} {c.cases} cases, {c.mismatches} mismatches" for kind, c in COUNTS.items()]

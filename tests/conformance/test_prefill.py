@@ -1,0 +1,104 @@
+"""Whole prefills: the model's `run_prefill` against the real split driven the
+same way, compared step by step."""
+
+import random
+from dataclasses import replace
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conformance import split_inputs, tally
+from models.geometry import builtin_geometry_names, load_geometry
+from models.plan import plan
+from models.prefill import run_prefill
+from models.scheduler import SplitCall, SplitParams
+from models.variants import BASELINE
+
+EXAMPLES = 100
+TRACES_PER_EXAMPLE = 16
+STEPS_PER_TRACE = 150  # prompts are sized so a prefill takes about this many steps at most
+
+
+def real_steps(real_split, p: SplitParams, budgets, prompt: int, outputs: int) -> list[tuple]:
+    """(step, start, requested, end) of each step, as `run_prefill` drives the split:
+    requested = min(budget, N - c) until c >= max(P, N - 1); a step that makes no
+    progress once the budget no longer changes ends it (every later one repeats it)."""
+    tokens = prompt + outputs
+    steps, computed, step = [], 0, 0
+    while computed < max(prompt, tokens - 1):
+        requested = min(budgets[min(step, len(budgets) - 1)], tokens - computed)
+        scheduled = real_split.split(p, SplitCall(computed=computed, requested=requested, prompt=prompt, tokens=tokens))
+        steps.append((step, computed, requested, computed + scheduled))
+        if scheduled == 0 and step >= len(budgets) - 1:
+            break
+        computed += scheduled
+        step += 1
+    return steps
+
+
+_BASE_PLAN = plan(BASELINE, load_geometry(builtin_geometry_names()[0]))
+
+
+def model_steps(p: SplitParams, budgets, prompt: int, outputs: int) -> list[tuple]:
+    trace = run_prefill(replace(_BASE_PLAN, split=p), budgets, prompt_tokens=prompt, output_tokens=outputs)
+    return [(c.step, c.start, c.requested, c.end) for c in trace.chunks]
+
+
+def compare_prefill(real_split, p: SplitParams, budgets, prompt: int, outputs: int) -> None:
+    scenario = (p, tuple(budgets), prompt, outputs)
+    expected = real_steps(real_split, p, budgets, prompt, outputs)
+    got = model_steps(p, budgets, prompt, outputs)
+    tally.count("prefill traces", 1)
+
+    def step_of(steps):
+        return lambda i: steps[i] if i < len(steps) else "no such step"
+
+    steps = [(scenario, i) for i in range(max(len(expected), len(got)))]
+    tally.compare("prefill steps", steps, lambda c: step_of(got)(c[1]), lambda c: step_of(expected)(c[1]))
+
+
+def random_prefill(rng: random.Random, p: SplitParams) -> tuple[list[int], int, int]:
+    """Budgets (one per step, the last repeating), prompt and outputs, sized
+    so the prefill takes at most about STEPS_PER_TRACE steps."""
+    budgets = [split_inputs.near(rng, [p.block, rng.randint(1, 20_000)], 2) or 1 for _ in range(rng.randint(1, 3))]
+    stride = max(1, min(budgets[-1], p.block))
+    limit = STEPS_PER_TRACE * stride // 2
+    prompt = rng.choice((rng.randint(1, limit), split_inputs.near_multiple(rng, p.block, limit) or 1))
+    outputs = rng.choice((0, 0, rng.randint(1, 3), rng.randint(0, limit // 4)))
+    return budgets, prompt, outputs
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(p=split_inputs.split_params(), rng=st.randoms(use_true_random=True))
+def test_prefill_on_generated_deployments(real_split, p, rng):
+    compare_prefill(real_split, p, *random_prefill(rng, p))
+    for _ in range(TRACES_PER_EXAMPLE - 1):
+        q = split_inputs.random_params(rng)
+        compare_prefill(real_split, q, *random_prefill(rng, q))
+
+
+def test_prefill_on_the_builtin_geometries(real_split):
+    for name in builtin_geometry_names():
+        geometry = load_geometry(name)
+        p = plan(BASELINE, geometry).split
+        request = geometry.request
+        for budget in (500, p.block - 1, p.block, p.block + 1, 4096, 8192, p.max_scheduled):
+            prompt = min(request.prompt_tokens, STEPS_PER_TRACE * min(budget, p.block))
+            for outputs in (request.output_tokens, 1, 2, p.block):
+                compare_prefill(real_split, p, [budget], prompt, outputs)
+                compare_prefill(real_split, p, [1, budget], prompt, outputs)
+
+
+def test_the_whole_prefill_figures_seen_by_hand(real_split):
+    """vllm-on-cpu.md's figures, on both sides."""
+    p = replace(_BASE_PLAN.split, block=768, sched_block=768, hash_block=768, max_scheduled=4096)
+    p = replace(p, eagle_drop=False, lookahead=0, partial_hits=False, checkpoint_blocks=False, shared_prefix=False)
+    ends = [step[3] for step in real_steps(real_split, p, [4096], 100_000, 0)]
+    assert len(ends) == 27 and ends[:2] == [3840, 7680] and ends[-3:] == [96_000, 99_840, 100_000]
+    eagle = replace(p, eagle_drop=True)
+    assert [step[3] for step in real_steps(real_split, eagle, [4096], 100_000, 0)][-2:] == [99_072, 100_000]
+    wide_block = replace(p, max_scheduled=500)
+    narrow = [step[3] for step in real_steps(real_split, wide_block, [500], 5000, 0)]
+    assert narrow[:4] == [500, 768, 1268, 1536] and narrow[-2:] == [4608, 5000]
+    for split, budget, prompt in ((p, 4096, 100_000), (eagle, 4096, 100_000), (wide_block, 500, 5000)):
+        assert model_steps(split, [budget], prompt, 0) == real_steps(real_split, split, [budget], prompt, 0)
