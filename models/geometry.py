@@ -154,9 +154,7 @@ def parse_geometry(data: dict, name: str, source: str = "") -> Geometry:
     allowed = {"name", "description", "deployment", "groups", "request"}
     for key in data:
         if key not in allowed:
-            raise GeometryError(
-                f"{key}: unknown top-level field (expected one of {', '.join(sorted(allowed))})"
-            )
+            raise GeometryError(f"{key}: unknown top-level field (expected one of {', '.join(sorted(allowed))})")
     for key in ("deployment", "groups", "request"):
         if key not in data:
             raise GeometryError(f"{key}: missing required section")
@@ -164,9 +162,7 @@ def parse_geometry(data: dict, name: str, source: str = "") -> Geometry:
     raw_groups = data["groups"]
     if not isinstance(raw_groups, list) or not raw_groups:
         raise GeometryError("groups: expected at least one [[groups]] table")
-    groups = tuple(
-        CacheGroup(**_check_table(g, f"groups[{i}]", _GROUP_FIELDS)) for i, g in enumerate(raw_groups)
-    )
+    groups = tuple(CacheGroup(**_check_table(g, f"groups[{i}]", _GROUP_FIELDS)) for i, g in enumerate(raw_groups))
     request = Request(**_check_table(data["request"], "request", _REQUEST_FIELDS))
     geometry = Geometry(
         name=str(data.get("name", name)),

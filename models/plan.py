@@ -48,9 +48,7 @@ def split_grid(variant: Variant, recurrent_cadence, spec_blocks):
 
 def recurrent_cadence(variant: Variant, geometry: Geometry) -> int:
     explicit = geometry.deployment.mamba_block_size
-    cadences = [
-        cadence(variant, g.block_size, explicit is not None, explicit) for g in geometry.of_kind(RECURRENT)
-    ]
+    cadences = [cadence(variant, g.block_size, explicit is not None, explicit) for g in geometry.of_kind(RECURRENT)]
     return math.lcm(*cadences)
 
 

@@ -52,9 +52,7 @@ def gpu_restore(
     hits = [
         p
         for p in published
-        if gpu_restorable(
-            p, True, target_spans, eagle_spans, eagle_drop, lookahead, cached_tokens, new_tokens
-        )
+        if gpu_restorable(p, True, target_spans, eagle_spans, eagle_drop, lookahead, cached_tokens, new_tokens)
     ]
     return max(hits, default=0)
 

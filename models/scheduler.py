@@ -139,22 +139,16 @@ def split(variant: Variant, p: SplitParams, call: SplitCall):
     )
     junction = call.junction
     floored_junction = start + arith.round_down(junction - start, block)
-    junction_stop = arith.ite(
-        arith.all_of(p.shared_prefix, junction <= call.prompt), junction, floored_junction
-    )
+    junction_stop = arith.ite(arith.all_of(p.shared_prefix, junction <= call.prompt), junction, floored_junction)
     stops = (
-        arith.ite(
-            arith.all_of(arith.negate(arith.divides(block, start)), arith.negate(internal)), next_boundary, 0
-        ),
+        arith.ite(arith.all_of(arith.negate(arith.divides(block, start)), arith.negate(internal)), next_boundary, 0),
         lcp,
         arith.ite(arith.all_of(lcp < tail, tail < call.prompt), tail, 0),
         arith.ite(arith.all_of(start < junction, junction < end), junction_stop, 0),
     )
     clipped = end
     for stop in stops:
-        clipped = arith.ite(
-            arith.all_of(_strictly_inside(variant, start, stop, end), stop < clipped), stop, clipped
-        )
+        clipped = arith.ite(arith.all_of(_strictly_inside(variant, start, stop, end), stop < clipped), stop, clipped)
     result = arith.maximum(clipped - start, 0)
     # Decode and anything past the prefill is left untouched.
     return arith.ite(start >= prefill_end, call.requested, result)

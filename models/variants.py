@@ -58,9 +58,7 @@ _MUTANTS = (
     ("target-group-left-out", PR457_GUARDED, "the guard checks only the first target-attention group"),
     ("slot-off-by-one", PR457_GUARDED, "a resumed request reads its initial state from column h // R"),
 )
-MUTANTS = {
-    name: replace(base, name=f"mutant:{name}", mutation=name, description=why) for name, base, why in _MUTANTS
-}
+MUTANTS = {name: replace(base, name=f"mutant:{name}", mutation=name, description=why) for name, base, why in _MUTANTS}
 
 
 class UnknownVariantError(ValueError):

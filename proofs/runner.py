@@ -86,7 +86,8 @@ def run_theorem(theorem: Theorem, variant_name: str, expected: str, rlimit: int 
     started = time.perf_counter()
     refute_first = expected == REFUTED
     outcomes = [
-        (o, decide(o.formula, o.variables, variant, rlimit, refute_first=refute_first)) for o in theorem.obligations
+        (o, decide(o.formula, o.variables, variant, rlimit, refute_first=refute_first, case_split=o.case_split))
+        for o in theorem.obligations
     ]
     verdict, reason, counterexample, used = _combine(theorem, outcomes)
     spent = sum(out.rlimit for _, out in outcomes)
@@ -97,12 +98,23 @@ def run_theorem(theorem: Theorem, variant_name: str, expected: str, rlimit: int 
         if found.verdict == REFUTED:
             verdict, reason, counterexample = REFUTED, "a fresh request's trace violates it", found.counterexample
         else:
-            reason = f"the step lemma fails at some state, and no fresh-request trace of the unrolled steps was found ({found.verdict}: {found.reason})"
+            reason = (
+                "the step lemma fails at some state, and no fresh-request trace of the unrolled steps was found "
+                f"({found.verdict}: {found.reason})"
+            )
     ablations = {}
     if verdict == PROVED:
         for hypothesis in theorem.ablate:
             dropped = [
-                decide(o.formula, o.variables, variant, rlimit, drop=[hypothesis], refute_first=True)
+                decide(
+                    o.formula,
+                    o.variables,
+                    variant,
+                    rlimit,
+                    drop=[hypothesis],
+                    refute_first=True,
+                    case_split=o.case_split,
+                )
                 for o in theorem.obligations
             ]
             ablations[hypothesis] = REFUTED if any(d.verdict == REFUTED for d in dropped) else dropped[0].verdict

@@ -27,6 +27,7 @@ DEFAULT_RLIMIT = 20_000_000
 # counterexample: a concrete divisor makes the query linear
 # (../shared/reference/z3-encoding.md, "Finding counterexamples").
 SIZE_LADDER = ((1, 2), (1, 2, 3, 4), (1, 2, 3, 4, 6, 8, 16), (16, 128, 768, 3840, 4096, 12288))
+SPURIOUS_RETRIES = 8  # inputs excluded after a counterexample that does not replay
 LADDER_TRIES = 12  # concrete geometries tried per rung
 LADDER_RLIMIT = 400_000  # per try: a linear query either answers fast or is skipped
 
@@ -73,7 +74,7 @@ def replay(formula: Formula, variant, values: dict[str, int | bool]) -> tuple[bo
     try:
         claim = formula(variant, dict(values))
     except ZeroDivisionError:
-        return True, "the concrete model divides by zero here"
+        return False, "the concrete model divides by zero: a divisor lacks a positivity hypothesis"
     failed = [name for name, h in claim.hypotheses.items() if not h]
     if failed:
         return False, f"hypotheses {', '.join(failed)} do not hold concretely"
@@ -116,12 +117,21 @@ def decide(
     drop: Sequence[str] = (),
     refute_first: bool = False,
     seed: int | None = None,
+    case_split: Sequence[str] = (),
 ) -> Outcome:
-    """PROVED, REFUTED (replayed), UNKNOWN, VACUOUS or ERROR for one obligation."""
+    """PROVED, REFUTED (replayed), UNKNOWN, VACUOUS or ERROR for one obligation.
+
+    `case_split` names Bool inputs to enumerate: each case substitutes the
+    values, so the model's branches on them vanish before the solver sees
+    them. PROVED needs every case PROVED, and covers are checked per case
+    only where the case allows them."""
     started = time.perf_counter()
     budget = _Budget(rlimit)
     try:
-        outcome = _decide(formula, variables, variant, budget, set(drop), refute_first, seed)
+        if case_split:
+            outcome = _decide_cases(formula, variables, variant, budget, set(drop), refute_first, seed, case_split)
+        else:
+            outcome = _decide(formula, variables, variant, budget, set(drop), refute_first, seed)
     except Exception as error:  # an encoding bug must surface as ERROR, never as a verdict
         outcome = Outcome(ERROR, reason=f"{type(error).__name__}: {error}")
     outcome.rlimit = budget.used
@@ -129,7 +139,42 @@ def decide(
     return outcome
 
 
-def _decide(formula, variables, variant, budget, drop, refute_first, seed) -> Outcome:
+def _decide_cases(formula, variables, variant, budget, drop, refute_first, seed, names) -> Outcome:
+    unknown = [n for n in names if n not in {v.name for v in variables if v.kind is Kind.BOOL}]
+    if unknown:
+        raise ValueError(f"case split on unknown Bool inputs {unknown}")
+    remaining = [v for v in variables if v.name not in names]
+    used: set[str] = set()
+    vacuous = 0
+    for values in itertools.product((False, True), repeat=len(names)):
+        fixed = dict(zip(names, values, strict=True))
+
+        def case_formula(v, x, fixed=fixed):
+            return formula(v, {**x, **fixed})
+
+        out = _decide(case_formula, remaining, variant, budget, drop, refute_first, seed, check_covers=False)
+        label = ", ".join(f"{k}={val}" for k, val in fixed.items())
+        if out.verdict == VACUOUS and "contradict" in out.reason:
+            vacuous += 1  # this case is excluded by the hypotheses
+            continue
+        if out.verdict == REFUTED:
+            out.counterexample = {**(out.counterexample or {}), **fixed}
+            return out
+        if out.verdict != PROVED:
+            out.reason = f"case {label}: {out.reason}"
+            return out
+        used.update(out.hypotheses_used)
+    if vacuous == 2 ** len(names):
+        return Outcome(VACUOUS, reason="the hypotheses exclude every case")
+    covers = _decide(formula, variables, variant, budget, drop, False, seed, covers_only=True)
+    if covers.verdict != PROVED:
+        return covers
+    return Outcome(PROVED, hypotheses_used=sorted(used))
+
+
+def _decide(
+    formula, variables, variant, budget, drop, refute_first, seed, check_covers=True, covers_only=False
+) -> Outcome:
     inputs = symbolic_inputs(variables)
     with arith.symbolic_context() as context:
         claim = formula(variant, dict(inputs))
@@ -163,6 +208,8 @@ def _decide(formula, variables, variant, budget, drop, refute_first, seed) -> Ou
         if answer == z3.unknown:
             return Outcome(UNKNOWN, reason=f"hypotheses alone: {check.reason_unknown()}")
 
+    if covers_only:
+        return _check_covers(claim, base, variables, inputs, budget, "")
     negated = base(budget.solver(), tracked=True)
     negated.add(z3.Not(goal))
     smt2 = negated.to_smt2()
@@ -172,6 +219,18 @@ def _decide(formula, variables, variant, budget, drop, refute_first, seed) -> Ou
             return _refuted(formula, variant, found, smt2)
     answer = negated.check()
     budget.charge(negated)
+    for _ in range(SPURIOUS_RETRIES):
+        if answer != z3.sat:
+            break
+        values = _values(negated.model(), variables, inputs)
+        outcome = _refuted(formula, variant, values, smt2)
+        if outcome.verdict == REFUTED:
+            return outcome
+        # A model that does not replay exploits an over-approximation (the
+        # symbolic lcm): exclude exactly that input and ask again.
+        negated.add(z3.Or(*(inputs[name] != value for name, value in values.items())))
+        answer = negated.check()
+        budget.charge(negated)
     if answer == z3.sat:
         return _refuted(formula, variant, _values(negated.model(), variables, inputs), smt2)
     if answer == z3.unknown:
@@ -182,6 +241,14 @@ def _decide(formula, variables, variant, budget, drop, refute_first, seed) -> Ou
                 return _refuted(formula, variant, found, smt2)
         return Outcome(UNKNOWN, reason=f"goal: {reason}", smt2=smt2)
     used = sorted(str(t).removeprefix("hyp:") for t in negated.unsat_core())
+    if not check_covers:
+        return Outcome(PROVED, hypotheses_used=used, smt2=smt2)
+    outcome = _check_covers(claim, base, variables, inputs, budget, smt2)
+    outcome.hypotheses_used = used
+    return outcome
+
+
+def _check_covers(claim, base, variables, inputs, budget, smt2) -> Outcome:
     for name, cover in claim.covers.items():
         if _ladder(base, _bool(cover), variables, inputs, budget) is not None:
             continue
@@ -193,7 +260,7 @@ def _decide(formula, variables, variant, budget, drop, refute_first, seed) -> Ou
             return Outcome(VACUOUS, reason=f"cover goal {name!r} is unreachable", smt2=smt2)
         if answer == z3.unknown:
             return Outcome(UNKNOWN, reason=f"cover goal {name!r}: {reach.reason_unknown()}", smt2=smt2)
-    return Outcome(PROVED, hypotheses_used=used, smt2=smt2)
+    return Outcome(PROVED, smt2=smt2)
 
 
 def _ladder(base, target, variables, inputs, budget) -> dict | None:

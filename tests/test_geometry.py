@@ -30,9 +30,7 @@ def gridproof(*args: str, cwd: Path | None = None) -> subprocess.CompletedProces
     """Run the installed `gridproof` command (or the module, if it is not on PATH)."""
     exe = shutil.which("gridproof")
     command = [exe] if exe else [sys.executable, "-m", "proofs.cli"]
-    return subprocess.run(
-        [*command, *args], capture_output=True, text=True, cwd=cwd, timeout=120, check=False
-    )
+    return subprocess.run([*command, *args], capture_output=True, text=True, cwd=cwd, timeout=120, check=False)
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> str:
@@ -297,9 +295,7 @@ MALFORMED = {
         ["request: missing required section"],
     ),
     "missing deployment section": (
-        replace_once(
-            VALID, "[deployment]\ndcp_size = 2\nblock_size = 64\nmax_num_scheduled_tokens = 256\n", ""
-        ),
+        replace_once(VALID, "[deployment]\ndcp_size = 2\nblock_size = 64\nmax_num_scheduled_tokens = 256\n", ""),
         ["deployment: missing required section"],
     ),
     "missing groups": (
@@ -358,9 +354,7 @@ def test_unknown_variant_is_one_line_exit_2():
     ],
 )
 def test_bad_budget_is_one_line_exit_2(budget, problem):
-    line = assert_one_line_error(
-        gridproof("simulate", "kimi-k3-tp16-dcp16", f"--budget={budget}"), "--budget", problem
-    )
+    line = assert_one_line_error(gridproof("simulate", "kimi-k3-tp16-dcp16", f"--budget={budget}"), "--budget", problem)
     assert repr(budget) in line
 
 
@@ -389,9 +383,7 @@ def test_non_positive_prompt_tokens_is_one_line_exit_2(value):
 )
 @pytest.mark.parametrize("value", ["abc", "1.5"])
 def test_non_integer_prompt_tokens_is_one_line_exit_2(value):
-    assert_one_line_error(
-        gridproof("simulate", "kimi-k3-tp16-dcp16", f"--prompt-tokens={value}"), "--prompt-tokens"
-    )
+    assert_one_line_error(gridproof("simulate", "kimi-k3-tp16-dcp16", f"--prompt-tokens={value}"), "--prompt-tokens")
 
 
 @pytest.mark.parametrize("value", ["abc", "1.5"])

@@ -180,9 +180,7 @@ def test_pr457_publishes_every_12288_multiple_and_restores_the_last(pr457_cli):
     assert data["groups"][0]["published_on_boundary"] == data["published"]
 
 
-@pytest.mark.parametrize(
-    "prompt", [12_288, 24_576, 30_000, 50_000, 61_440, 62_207, 62_208, 74_000, 74_496, 100_000]
-)
+@pytest.mark.parametrize("prompt", [12_288, 24_576, 30_000, 50_000, 61_440, 62_207, 62_208, 74_000, 74_496, 100_000])
 def test_pr457_publishes_up_to_the_converted_eagle_boundary(prompt):
     data = run("pr457", prompt)
     # pr457-model.md item 5: the annotated draft group's boundary, on the cadence grid.

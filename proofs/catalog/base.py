@@ -15,6 +15,7 @@ class Obligation:
     name: str
     variables: tuple[Var, ...]
     formula: Formula
+    case_split: tuple[str, ...] = ()  # Bool inputs decided case by case
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,8 @@ from proofs.solver import Claim
 STEP_VARS = tuple(v for v in SPLIT_PARAM_VARS if v.name != "block") + SPLIT_CALL_VARS + GEOMETRY_VARS
 PUBLISH_VAR_NAMES = {v.name for v in SPLIT_PARAM_VARS + GEOMETRY_VARS} | {"computed", "tokens"}
 UNROLL_STEPS = 2
+GEOMETRY_FLAGS = ("explicit", "sharded", "sharded2")
+GEOMETRY_FLAGS = ("explicit", "sharded", "sharded2")
 TRACE_VARS = (
     tuple(v for v in SPLIT_PARAM_VARS if v.name != "block")
     + ints("prompt", "tokens")
@@ -189,6 +191,7 @@ THEOREMS = (
                 "step",
                 tuple(v for v in STEP_VARS if v.name in PUBLISH_VAR_NAMES) + ints("end"),
                 published_on_targets_step,
+                case_split=GEOMETRY_FLAGS,
             ),
         ),
         trace_search=Obligation("trace", TRACE_VARS, published_on_targets_trace),
@@ -204,6 +207,7 @@ THEOREMS = (
                 "step",
                 tuple(v for v in STEP_VARS if v.name in PUBLISH_VAR_NAMES) + ints("end", "w1", "w2"),
                 guard_weakest,
+                case_split=GEOMETRY_FLAGS,
             ),
         ),
         ablate=("cadence a multiple of target span 1", "cadence a multiple of target span 2"),

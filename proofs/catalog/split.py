@@ -148,7 +148,7 @@ def eagle_backoff(variant, x):
         hypotheses={
             **scheduler_domain(x),
             "EAGLE block drop": p.eagle_drop,
-            "no annotated EAGLE group": True,
+            "draft span positive": x["draft_span"] >= 1,
         },
         goal=last_cacheable_position(variant, p, n) == checkpoint_position(n, p.block, True),
     )
