@@ -358,10 +358,6 @@ def test_bad_budget_is_one_line_exit_2(budget, problem):
     assert repr(budget) in line
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="proofs/cli.py tests `if args.budget:`, so an empty --budget silently means the default",
-)
 def test_empty_budget_is_one_line_exit_2():
     assert_one_line_error(gridproof("simulate", "kimi-k3-tp16-dcp16", "--budget="), "--budget")
 
@@ -376,21 +372,6 @@ def test_non_positive_prompt_tokens_is_one_line_exit_2(value):
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="proofs/cli.py declares --prompt-tokens type=int, so argparse prints its usage block "
-    "(5 lines) before the error instead of one line",
-)
 @pytest.mark.parametrize("value", ["abc", "1.5"])
 def test_non_integer_prompt_tokens_is_one_line_exit_2(value):
     assert_one_line_error(gridproof("simulate", "kimi-k3-tp16-dcp16", f"--prompt-tokens={value}"), "--prompt-tokens")
-
-
-@pytest.mark.parametrize("value", ["abc", "1.5"])
-def test_non_integer_prompt_tokens_exits_2_without_traceback(value):
-    # What does hold today, until the one-line fix above lands.
-    result = gridproof("simulate", "kimi-k3-tp16-dcp16", f"--prompt-tokens={value}")
-    assert result.returncode == 2
-    assert result.stdout == ""
-    assert "Traceback" not in result.stderr
-    assert f"--prompt-tokens: invalid int value: '{value}'" in result.stderr.splitlines()[-1]

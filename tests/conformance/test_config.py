@@ -6,10 +6,11 @@ import math
 from types import SimpleNamespace
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance import config_inputs
+from conformance.generation import generated
 from conformance.real_config import Backend, ConfigScenario
 from conformance.tally import compare
 
@@ -17,7 +18,7 @@ EXAMPLES = 200
 PER_EXAMPLE = 50
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@generated(EXAMPLES)
 @given(first=config_inputs.config_scenarios(), rng=st.randoms(use_true_random=True))
 def test_config_on_generated_scenarios(real_config, first, rng):
     cases = [first, *(config_inputs.random_scenario(rng) for _ in range(PER_EXAMPLE - 1))]

@@ -4,10 +4,11 @@ same way, compared step by step."""
 import random
 from dataclasses import replace
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance import split_inputs, tally
+from conformance.generation import generated
 from models.geometry import builtin_geometry_names, load_geometry
 from models.plan import plan
 from models.prefill import run_prefill
@@ -68,7 +69,7 @@ def random_prefill(rng: random.Random, p: SplitParams) -> tuple[list[int], int, 
     return budgets, prompt, outputs
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@generated(EXAMPLES)
 @given(p=split_inputs.split_params(), rng=st.randoms(use_true_random=True))
 def test_prefill_on_generated_deployments(real_split, p, rng):
     compare_prefill(real_split, p, *random_prefill(rng, p))

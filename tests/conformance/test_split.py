@@ -1,9 +1,10 @@
 """The baseline split, CP and VALID against vLLM 0.33.0's own functions."""
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance import boundaries, split_inputs
+from conformance.generation import generated
 from conformance.tally import compare
 from models.scheduler import SplitCall, SplitParams, checkpoint_position, checkpoint_valid, split
 from models.variants import BASELINE
@@ -12,11 +13,7 @@ from models.variants import BASELINE
 EXAMPLES = 200
 PER_EXAMPLE = 500
 
-GENERATED = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+GENERATED = generated(EXAMPLES)
 
 
 def _model_split(case):
