@@ -37,6 +37,9 @@ def real_steps(real_split, p: SplitParams, budgets, prompt: int, outputs: int) -
     return steps
 
 
+# A real baseline plan whose split parameters each case replaces: `run_prefill`
+# reads the split from it (the geometry's cadence only sets the published flags,
+# which vLLM's split does not return and are not compared).
 _BASE_PLAN = plan(BASELINE, load_geometry(builtin_geometry_names()[0]))
 
 
@@ -51,11 +54,12 @@ def compare_prefill(real_split, p: SplitParams, budgets, prompt: int, outputs: i
     got = model_steps(p, budgets, prompt, outputs)
     tally.count("prefill traces", 1)
 
-    def step_of(steps):
-        return lambda i: steps[i] if i < len(steps) else "no such step"
+    def at(steps, case):
+        i = case[1]
+        return steps[i] if i < len(steps) else "no such step"
 
-    steps = [(scenario, i) for i in range(max(len(expected), len(got)))]
-    tally.compare("prefill steps", steps, lambda c: step_of(got)(c[1]), lambda c: step_of(expected)(c[1]))
+    cases = [(scenario, i) for i in range(max(len(expected), len(got)))]
+    tally.compare("prefill steps", cases, lambda case: at(got, case), lambda case: at(expected, case))
 
 
 def random_prefill(rng: random.Random, p: SplitParams) -> tuple[list[int], int, int]:
