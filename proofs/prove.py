@@ -4,36 +4,42 @@ verdict that differs from the manifest or is not PROVED/REFUTED."""
 from __future__ import annotations
 
 import json
-import sys
 import time
 
 import z3
 
-from proofs.runner import load_manifest, plan_runs, progress, run_theorem
+from proofs.runner import Entry, load_manifest, model_sources_hash, plan_runs, progress, run_theorem
+
+RESULT_FORMAT = "gridproof-result/1"
 
 
-def prove(theorem=None, variant=None, tier="ci", rlimit=None, as_json=False) -> int:
+def run_catalogue(theorem=None, variant=None, tier="ci", rlimit=None, seed=None) -> tuple[dict, list[Entry]]:
+    """Decide the selected obligations; the canonical result object and the entries."""
     manifest = load_manifest()
     runs = plan_runs(manifest, theorem, variant, tier)
     started = time.perf_counter()
     entries = []
-    for i, (t, v, expected) in enumerate(runs, 1):
-        progress(f"[{i}/{len(runs)}] {t.name} / {v}")
-        entries.append(run_theorem(t, v, expected, rlimit))
+    for i, run in enumerate(runs, 1):
+        progress(f"[{i}/{len(runs)}] {run.theorem.name} / {run.variant}")
+        entries.append(run_theorem(run.theorem, run.variant, run.expected, rlimit, tier=run.tier, seed=seed))
     progress("")
-    failures = [e for e in entries if not e.ok]
     result = {
+        "format": RESULT_FORMAT,
         "z3_version": z3.get_version_string(),
+        "model_hash": model_sources_hash(),
+        "selection": {"theorem": theorem, "variant": variant, "tier": tier, "rlimit": rlimit, "seed": seed},
         "seconds": round(time.perf_counter() - started, 3),
         "rlimit": sum(e.rlimit for e in entries),
         "entries": [e.to_json() for e in entries],
-        "failures": len(failures),
+        "failures": sum(not e.ok for e in entries),
     }
-    if as_json:
-        print(json.dumps(result, indent=2))
-    else:
-        print(render_table(entries, result))
-    return 1 if failures or not entries else 0
+    return result, entries
+
+
+def prove(theorem=None, variant=None, tier="ci", rlimit=None, as_json=False, seed=None) -> int:
+    result, entries = run_catalogue(theorem, variant, tier, rlimit, seed)
+    print(json.dumps(result, indent=2) if as_json else render_table(entries, result))
+    return 1 if result["failures"] or not entries else 0
 
 
 def render_table(entries, result) -> str:
@@ -57,7 +63,7 @@ def render_table(entries, result) -> str:
         lines.append(f"{e.theorem} / {e.variant}: {e.verdict}")
         lines += [f"    {d}" for d in detail]
         lines.append(f"    reproduce: {e.reproduce}")
-    counts = {}
+    counts: dict[str, int] = {}
     for e in entries:
         counts[e.verdict] = counts.get(e.verdict, 0) + 1
     summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
@@ -67,7 +73,3 @@ def render_table(entries, result) -> str:
         f"z3 {result['z3_version']}: {result['failures']} differ from the manifest or are not decided"
     )
     return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    sys.exit(prove())

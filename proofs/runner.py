@@ -3,6 +3,7 @@ the checked-in manifest (proofs/manifest.toml)."""
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import time
 import tomllib
@@ -68,6 +69,11 @@ class Entry:
     reason: str = ""
     ablations: dict[str, str] = field(default_factory=dict)
     reproduce: str = ""
+    subject: str = ""
+    statement: str = ""
+    tier: str = "ci"
+    source: str = ""  # path:line of the theorem's formula, for locating results
+    smt2: dict[str, str] = field(default_factory=dict, repr=False)  # per obligation; not in the JSON
 
     @property
     def ok(self) -> bool:
@@ -78,22 +84,37 @@ class Entry:
         )
 
     def to_json(self) -> dict:
-        return asdict(self)
+        data = asdict(self)
+        del data["smt2"]
+        data["ok"] = self.ok
+        return data
 
 
-def run_theorem(theorem: Theorem, variant_name: str, expected: str, rlimit: int = DEFAULT_RLIMIT) -> Entry:
+def run_theorem(
+    theorem: Theorem,
+    variant_name: str,
+    expected: str,
+    rlimit: int = DEFAULT_RLIMIT,
+    tier: str = "ci",
+    seed: int | None = None,
+) -> Entry:
     variant = get_variant(variant_name)
     started = time.perf_counter()
     refute_first = expected == REFUTED
     outcomes = [
-        (o, decide(o.formula, o.variables, variant, rlimit, refute_first=refute_first, case_split=o.case_split))
+        (
+            o,
+            decide(
+                o.formula, o.variables, variant, rlimit, refute_first=refute_first, seed=seed, case_split=o.case_split
+            ),
+        )
         for o in theorem.obligations
     ]
     verdict, reason, counterexample, used = _combine(theorem, outcomes)
     spent = sum(out.rlimit for _, out in outcomes)
     if verdict == UNKNOWN and theorem.trace_search is not None and any(o.verdict == REFUTED for _, o in outcomes):
         search = theorem.trace_search
-        found = decide(search.formula, search.variables, variant, rlimit, refute_first=True)
+        found = decide(search.formula, search.variables, variant, rlimit, refute_first=True, seed=seed)
         spent += found.rlimit
         if found.verdict == REFUTED:
             verdict, reason, counterexample = REFUTED, "a fresh request's trace violates it", found.counterexample
@@ -113,6 +134,7 @@ def run_theorem(theorem: Theorem, variant_name: str, expected: str, rlimit: int 
                     rlimit,
                     drop=[hypothesis],
                     refute_first=True,
+                    seed=seed,
                     case_split=o.case_split,
                 )
                 for o in theorem.obligations
@@ -130,8 +152,36 @@ def run_theorem(theorem: Theorem, variant_name: str, expected: str, rlimit: int 
         counterexample=counterexample,
         reason=reason,
         ablations=ablations,
-        reproduce=f"gridproof prove --theorem {theorem.name} --variant {variant_name} --rlimit {rlimit}",
+        reproduce=f"gridproof prove --theorem {theorem.name} --variant {variant_name} --rlimit {rlimit}"
+        + (f" --seed {seed}" if seed is not None else ""),
+        subject=theorem.subject,
+        statement=theorem.statement,
+        tier=tier,
+        source=formula_location(theorem.obligations[0].formula),
+        smt2={o.name: out.smt2 for o, out in outcomes if out.smt2},
     )
+
+
+def formula_location(formula) -> str:
+    """repo-relative path:line where a theorem's formula is defined."""
+    code = formula.__code__
+    path = Path(code.co_filename).resolve()
+    try:
+        path = path.relative_to(Path(__file__).resolve().parent.parent)
+    except ValueError:
+        pass
+    return f"{path.as_posix()}:{code.co_firstlineno}"
+
+
+def model_sources_hash() -> str:
+    """sha256 over the model and catalogue sources and the manifest: what a verdict is about."""
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    files = sorted([*root.glob("models/**/*.py"), *root.glob("proofs/catalog/*.py"), MANIFEST])
+    for path in files:
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def _combine(theorem: Theorem, outcomes: list) -> tuple[str, str, dict | None, list[str]]:
@@ -162,9 +212,15 @@ def _hypothesis_names(theorem: Theorem, variant) -> list[str]:
     return names
 
 
-def plan_runs(
-    manifest: dict[str, Expectation], theorem: str | None, variant: str | None, tier: str
-) -> list[tuple[Theorem, str, str]]:
+@dataclass(frozen=True)
+class Run:
+    theorem: Theorem
+    variant: str
+    expected: str
+    tier: str
+
+
+def plan_runs(manifest: dict[str, Expectation], theorem: str | None, variant: str | None, tier: str) -> list[Run]:
     if theorem is not None and theorem not in CATALOGUE:
         raise ManifestError(f"unknown theorem {theorem!r} (known: {', '.join(CATALOGUE)})")
     if variant is not None:
@@ -177,7 +233,7 @@ def plan_runs(
             continue
         for v, verdict in expectation.expected.items():
             if variant is None or v == variant:
-                runs.append((CATALOGUE[name], v, verdict))
+                runs.append(Run(CATALOGUE[name], v, verdict, expectation.tier))
     return runs
 
 

@@ -83,30 +83,29 @@ def replay(formula: Formula, variant, values: dict[str, int | bool]) -> tuple[bo
     return True, ""
 
 
+def _resource_count() -> int:
+    """Z3's resource counter for this context. It grows with every check,
+    simplification and unsat-core minimisation, cumulatively across solvers;
+    a trivial fresh check reads it."""
+    probe = z3.Solver()
+    probe.check()
+    return int(probe.statistics().get_key_value("rlimit count"))
+
+
 class _Budget:
-    # Z3 counts resource use per context, cumulatively across solvers: a
-    # query's cost is the growth of that counter over its check().
-    _context_total = 0
+    """An obligation's rlimit: everything Z3 counted since it began."""
 
     def __init__(self, rlimit: int) -> None:
-        self.remaining = rlimit
+        self.limit = rlimit
+        self.start = _resource_count()
         self.used = 0
 
-    def solver(self) -> z3.Solver:
-        solver = z3.Solver()
-        solver.set("rlimit", max(self.remaining, 1))
-        solver.set("core.minimize", True)
-        return solver
+    @property
+    def remaining(self) -> int:
+        return self.limit - self.used
 
-    def charge(self, solver: z3.Solver) -> None:
-        stats = solver.statistics()
-        if "rlimit count" not in stats.keys():
-            return
-        total = int(stats.get_key_value("rlimit count"))
-        used = max(total - _Budget._context_total, 0)
-        _Budget._context_total = total
-        self.used += used
-        self.remaining -= used
+    def charge(self, solver: z3.Solver | None = None) -> None:
+        self.used = _resource_count() - self.start
 
 
 def decide(
@@ -118,192 +117,215 @@ def decide(
     refute_first: bool = False,
     seed: int | None = None,
     case_split: Sequence[str] = (),
+    naive: bool = False,
 ) -> Outcome:
     """PROVED, REFUTED (replayed), UNKNOWN, VACUOUS or ERROR for one obligation.
 
-    `case_split` names Bool inputs to enumerate: each case substitutes the
-    values, so the model's branches on them vanish before the solver sees
-    them. PROVED needs every case PROVED, and covers are checked per case
-    only where the case allows them."""
+    `case_split` names Bool inputs to enumerate: each case substitutes its
+    values before encoding, so the model's branches on them vanish. PROVED
+    needs every case that the hypotheses admit to be PROVED. `naive` encodes
+    division with Z3's own div and mod, for the benchmark only."""
     started = time.perf_counter()
     budget = _Budget(rlimit)
     try:
-        if case_split:
-            outcome = _decide_cases(formula, variables, variant, budget, set(drop), refute_first, seed, case_split)
-        else:
-            outcome = _decide(formula, variables, variant, budget, set(drop), refute_first, seed)
+        problem = _Problem(formula, tuple(variables), variant, frozenset(drop), seed, budget, naive)
+        outcome = problem.decide(tuple(case_split), refute_first)
     except Exception as error:  # an encoding bug must surface as ERROR, never as a verdict
         outcome = Outcome(ERROR, reason=f"{type(error).__name__}: {error}")
+    budget.charge()
     outcome.rlimit = budget.used
     outcome.seconds = time.perf_counter() - started
     return outcome
 
 
-def _decide_cases(formula, variables, variant, budget, drop, refute_first, seed, names) -> Outcome:
-    unknown = [n for n in names if n not in {v.name for v in variables if v.kind is Kind.BOOL}]
-    if unknown:
-        raise ValueError(f"case split on unknown Bool inputs {unknown}")
-    remaining = [v for v in variables if v.name not in names]
-    used: set[str] = set()
-    vacuous = 0
-    for values in itertools.product((False, True), repeat=len(names)):
-        fixed = dict(zip(names, values, strict=True))
-
-        def case_formula(v, x, fixed=fixed):
-            return formula(v, {**x, **fixed})
-
-        out = _decide(case_formula, remaining, variant, budget, drop, refute_first, seed, check_covers=False)
-        label = ", ".join(f"{k}={val}" for k, val in fixed.items())
-        if out.verdict == VACUOUS and "contradict" in out.reason:
-            vacuous += 1  # this case is excluded by the hypotheses
-            continue
-        if out.verdict == REFUTED:
-            out.counterexample = {**(out.counterexample or {}), **fixed}
-            return out
-        if out.verdict != PROVED:
-            out.reason = f"case {label}: {out.reason}"
-            return out
-        used.update(out.hypotheses_used)
-    if vacuous == 2 ** len(names):
-        return Outcome(VACUOUS, reason="the hypotheses exclude every case")
-    covers = _decide(formula, variables, variant, budget, drop, False, seed, covers_only=True)
-    if covers.verdict != PROVED:
-        return covers
-    return Outcome(PROVED, hypotheses_used=sorted(used))
+def encode(
+    formula: Formula, variables: Sequence[Var], variant, fixed: dict | None = None, rlimit: int = DEFAULT_RLIMIT
+):
+    """The claim read symbolically, some inputs fixed to values: `.claim`,
+    `.inputs` (Z3 terms or the fixed values), `.hypotheses`, `.goal` (with the
+    model's definedness obligations), `.solver(tracked)` (definitions and
+    hypotheses asserted, rlimit set), `.values(model)`. For tools that pose
+    their own queries (mining); verdicts come from `decide`."""
+    problem = _Problem(formula, tuple(variables), variant, frozenset(), None, _Budget(rlimit))
+    return _Encoding(problem, dict(fixed or {}))
 
 
-def _decide(
-    formula, variables, variant, budget, drop, refute_first, seed, check_covers=True, covers_only=False
-) -> Outcome:
-    inputs = symbolic_inputs(variables)
-    with arith.symbolic_context() as context:
-        claim = formula(variant, dict(inputs))
-    unknown_names = drop - set(claim.hypotheses)
-    if unknown_names:
-        raise ValueError(f"cannot drop unknown hypotheses {sorted(unknown_names)}")
-    hypotheses = {n: h for n, h in claim.hypotheses.items() if n not in drop}
-    trackers = {n: z3.Bool(f"hyp:{n}") for n in hypotheses}
-    goal = z3.And(_bool(claim.goal), *context.obligations)
+class _Encoding:
+    """The claim read with Z3 terms for the inputs not fixed to values."""
 
-    def base(solver: z3.Solver, tracked: bool) -> z3.Solver:
-        if seed is not None:
-            solver.set("random_seed", seed)
-        solver.add(*context.definitions)
-        for name, h in hypotheses.items():
+    def __init__(self, problem: _Problem, fixed: dict) -> None:
+        self.fixed = fixed
+        self.free = [v for v in problem.variables if v.name not in fixed]
+        self.inputs = {**symbolic_inputs(self.free), **fixed}
+        with arith.symbolic_context(naive=problem.naive) as context:
+            self.claim = problem.formula(problem.variant, dict(self.inputs))
+        unknown = problem.drop - set(self.claim.hypotheses)
+        if unknown:
+            raise ValueError(f"cannot drop unknown hypotheses {sorted(unknown)}")
+        self.context = context
+        self.hypotheses = {n: _bool(h) for n, h in self.claim.hypotheses.items() if n not in problem.drop}
+        self.goal = z3.And(_bool(self.claim.goal), *context.obligations)
+        self.problem = problem
+
+    def solver(self, tracked: bool, limit: int | None = None) -> z3.Solver:
+        budget = self.problem.budget
+        solver = z3.Solver()
+        solver.set("rlimit", max(min(budget.remaining, limit or budget.remaining), 1))
+        solver.set("core.minimize", True)
+        if self.problem.seed is not None:
+            solver.set("random_seed", self.problem.seed)
+        solver.add(*self.context.definitions)
+        for name, h in self.hypotheses.items():
             if tracked:
-                solver.assert_and_track(_bool(h), trackers[name])
+                solver.assert_and_track(h, z3.Bool(f"hyp:{name}"))
             else:
-                solver.add(_bool(h))
+                solver.add(h)
         return solver
 
-    # Vacuity: hypotheses that contradict each other prove anything. A model
-    # with small concrete sizes settles it at once; otherwise ask the solver.
-    if _ladder(base, z3.BoolVal(True), variables, inputs, budget) is None:
-        check = base(budget.solver(), tracked=True)
-        answer = check.check()
-        budget.charge(check)
-        if answer == z3.unsat:
-            core = sorted(str(t).removeprefix("hyp:") for t in check.unsat_core())
-            return Outcome(VACUOUS, reason=f"the hypotheses contradict each other: {', '.join(core)}")
-        if answer == z3.unknown:
-            return Outcome(UNKNOWN, reason=f"hypotheses alone: {check.reason_unknown()}")
+    def values(self, model: z3.ModelRef) -> dict[str, int | bool]:
+        values = dict(self.fixed)
+        for v in self.free:
+            value = model.eval(self.inputs[v.name], model_completion=True)
+            values[v.name] = z3.is_true(value) if v.kind is Kind.BOOL else value.as_long()
+        return {v.name: values[v.name] for v in self.problem.variables}
 
-    if covers_only:
-        return _check_covers(claim, base, variables, inputs, budget, "")
-    negated = base(budget.solver(), tracked=True)
-    negated.add(z3.Not(goal))
-    smt2 = negated.to_smt2()
-    if refute_first:
-        found = _ladder(base, z3.Not(goal), variables, inputs, budget)
-        if found is not None:
-            return _refuted(formula, variant, found, smt2)
-    answer = negated.check()
-    budget.charge(negated)
-    for _ in range(SPURIOUS_RETRIES):
-        if answer != z3.sat:
-            break
-        values = _values(negated.model(), variables, inputs)
-        outcome = _refuted(formula, variant, values, smt2)
-        if outcome.verdict == REFUTED:
-            return outcome
-        # A model that does not replay exploits an over-approximation (the
-        # symbolic lcm): exclude exactly that input and ask again.
-        negated.add(z3.Or(*(inputs[name] != value for name, value in values.items())))
-        answer = negated.check()
-        budget.charge(negated)
-    if answer == z3.sat:
-        return _refuted(formula, variant, _values(negated.model(), variables, inputs), smt2)
-    if answer == z3.unknown:
-        reason = negated.reason_unknown()
-        if not refute_first:
-            found = _ladder(base, z3.Not(goal), variables, inputs, budget)
+
+@dataclass
+class _Problem:
+    formula: Formula
+    variables: tuple[Var, ...]
+    variant: object
+    drop: frozenset
+    seed: int | None
+    budget: _Budget
+    naive: bool = False
+
+    def check(self, solver: z3.Solver, *extra) -> z3.CheckSatResult:
+        answer = solver.check(*extra)
+        self.budget.charge(solver)
+        return answer
+
+    def decide(self, case_split: tuple[str, ...], refute_first: bool) -> Outcome:
+        booleans = {v.name for v in self.variables if v.kind is Kind.BOOL}
+        unknown = [n for n in case_split if n not in booleans]
+        if unknown:
+            raise ValueError(f"case split on unknown Bool inputs {unknown}")
+        used: set[str] = set()
+        admitted = 0
+        smt2 = ""
+        for values in itertools.product((False, True), repeat=len(case_split)):
+            case = dict(zip(case_split, values, strict=True))
+            label = f"case {', '.join(f'{k}={v}' for k, v in case.items())}: " if case else ""
+            out = self._decide_case(case, refute_first)
+            if out.verdict == VACUOUS and case:
+                continue  # the hypotheses exclude this case
+            admitted += 1
+            if out.verdict != PROVED:
+                out.reason = label + out.reason
+                return out
+            used.update(out.hypotheses_used)
+            smt2 = smt2 or out.smt2
+        if admitted == 0:
+            return Outcome(VACUOUS, reason="the hypotheses exclude every case")
+        covers = self._check_covers()
+        if covers is not None:
+            return covers
+        return Outcome(PROVED, hypotheses_used=sorted(used), smt2=smt2)
+
+    def _decide_case(self, case: dict, refute_first: bool) -> Outcome:
+        encoding = _Encoding(self, case)
+        # Vacuity: hypotheses that contradict each other prove anything.
+        if self._search(case, lambda e: z3.BoolVal(True)) is None:
+            check = encoding.solver(tracked=True)
+            answer = self.check(check)
+            if answer == z3.unsat:
+                core = sorted(str(t).removeprefix("hyp:") for t in check.unsat_core())
+                return Outcome(VACUOUS, reason=f"the hypotheses contradict each other: {', '.join(core)}")
+            if answer == z3.unknown:
+                return Outcome(UNKNOWN, reason=f"hypotheses alone: {check.reason_unknown()}")
+        negated = encoding.solver(tracked=True)
+        negated.add(z3.Not(encoding.goal))
+        smt2 = negated.to_smt2()
+        if refute_first:
+            found = self._refute_small(case)
             if found is not None:
-                return _refuted(formula, variant, found, smt2)
-        return Outcome(UNKNOWN, reason=f"goal: {reason}", smt2=smt2)
-    used = sorted(str(t).removeprefix("hyp:") for t in negated.unsat_core())
-    if not check_covers:
-        return Outcome(PROVED, hypotheses_used=used, smt2=smt2)
-    outcome = _check_covers(claim, base, variables, inputs, budget, smt2)
-    outcome.hypotheses_used = used
-    return outcome
-
-
-def _check_covers(claim, base, variables, inputs, budget, smt2) -> Outcome:
-    for name, cover in claim.covers.items():
-        if _ladder(base, _bool(cover), variables, inputs, budget) is not None:
-            continue
-        reach = base(budget.solver(), tracked=False)
-        reach.add(_bool(cover))
-        answer = reach.check()
-        budget.charge(reach)
-        if answer == z3.unsat:
-            return Outcome(VACUOUS, reason=f"cover goal {name!r} is unreachable", smt2=smt2)
+                return found
+        answer = self.check(negated)
+        for _ in range(SPURIOUS_RETRIES):
+            if answer != z3.sat:
+                break
+            values = encoding.values(negated.model())
+            outcome = self._refuted(values, smt2)
+            if outcome.verdict == REFUTED:
+                return outcome
+            # A model that does not replay exploits an over-approximation (the
+            # symbolic lcm): exclude exactly that input and ask again.
+            negated.add(z3.Or(*(encoding.inputs[v.name] != values[v.name] for v in encoding.free)))
+            answer = self.check(negated)
+        if answer == z3.sat:
+            return self._refuted(encoding.values(negated.model()), smt2)
         if answer == z3.unknown:
-            return Outcome(UNKNOWN, reason=f"cover goal {name!r}: {reach.reason_unknown()}", smt2=smt2)
-    return Outcome(PROVED, smt2=smt2)
+            reason = negated.reason_unknown()
+            if not refute_first:
+                found = self._refute_small(case)
+                if found is not None:
+                    return found
+            return Outcome(UNKNOWN, reason=f"goal: {reason}", smt2=smt2)
+        used = sorted(str(t).removeprefix("hyp:") for t in negated.unsat_core())
+        self.budget.charge()
+        return Outcome(PROVED, hypotheses_used=used, smt2=smt2)
 
+    def _refute_small(self, case: dict) -> Outcome | None:
+        values = self._search(case, lambda e: z3.Not(e.goal), replayed=True)
+        return None if values is None else self._refuted(values, "")
 
-def _ladder(base, target, variables, inputs, budget) -> dict | None:
-    """A model of `target` in small concrete geometries: every size fixed to a
-    value of the rung (all combinations, or a seeded sample of them), which
-    makes each query linear."""
-    sizes = [inputs[v.name] for v in variables if v.size]
-    if not sizes:
+    def _check_covers(self) -> Outcome | None:
+        encoding = _Encoding(self, {})
+        for name in encoding.claim.covers:
+            if self._search({}, lambda e, name=name: _bool(e.claim.covers[name])) is not None:
+                continue
+            reach = encoding.solver(tracked=False)
+            answer = self.check(reach, _bool(encoding.claim.covers[name]))
+            if answer == z3.unsat:
+                return Outcome(VACUOUS, reason=f"cover goal {name!r} is unreachable")
+            if answer == z3.unknown:
+                return Outcome(UNKNOWN, reason=f"cover goal {name!r}: {reach.reason_unknown()}")
         return None
-    rng = random.Random(0)
-    for rung in SIZE_LADDER:
-        combinations = len(rung) ** len(sizes)
-        if combinations <= LADDER_TRIES:
-            assignments = itertools.product(rung, repeat=len(sizes))
-        else:
-            assignments = (tuple(rng.choice(rung) for _ in sizes) for _ in range(LADDER_TRIES))
-        for assignment in assignments:
-            solver = base(budget.solver(), tracked=False)
-            solver.set("rlimit", max(min(budget.remaining, LADDER_RLIMIT), 1))
-            solver.add(target)
-            solver.add(*(size == value for size, value in zip(sizes, assignment, strict=True)))
-            answer = solver.check()
-            budget.charge(solver)
-            if answer == z3.sat:
-                return _values(solver.model(), variables, inputs)
-            if budget.remaining <= 0:
-                return None
-    return None
 
+    def _search(self, case: dict, target, replayed: bool = False) -> dict | None:
+        """A model of `target` in small concrete geometries: every size input
+        fixed to a value of the rung before encoding (all combinations, or a
+        seeded sample), so every division is by a constant and the query is
+        linear. With `replayed`, only a model that replays counts."""
+        sizes = [v.name for v in self.variables if v.size and v.name not in case]
+        if not sizes:
+            return None
+        rng = random.Random(0)
+        for rung in SIZE_LADDER:
+            if len(rung) ** len(sizes) <= LADDER_TRIES:
+                assignments = list(itertools.product(rung, repeat=len(sizes)))
+            else:
+                uniform = [tuple(value for _ in sizes) for value in rung]
+                assignments = uniform + [tuple(rng.choice(rung) for _ in sizes) for _ in range(LADDER_TRIES)]
+            for assignment in assignments:
+                if self.budget.remaining <= 0:
+                    return None
+                try:
+                    encoding = _Encoding(self, {**case, **dict(zip(sizes, assignment, strict=True))})
+                except ZeroDivisionError:
+                    continue
+                solver = encoding.solver(tracked=False, limit=LADDER_RLIMIT)
+                if self.check(solver, target(encoding)) == z3.sat:
+                    values = encoding.values(solver.model())
+                    if not replayed or replay(self.formula, self.variant, values)[0]:
+                        return values
+        return None
 
-def _refuted(formula, variant, values, smt2) -> Outcome:
-    replays, why = replay(formula, variant, values)
-    if not replays:
-        return Outcome(ERROR, counterexample=values, reason=f"counterexample does not replay: {why}", smt2=smt2)
-    return Outcome(REFUTED, counterexample=values, reason=why, smt2=smt2)
-
-
-def _values(model: z3.ModelRef, variables, inputs) -> dict[str, int | bool]:
-    values: dict[str, int | bool] = {}
-    for v in variables:
-        value = model.eval(inputs[v.name], model_completion=True)
-        values[v.name] = z3.is_true(value) if v.kind is Kind.BOOL else value.as_long()
-    return values
+    def _refuted(self, values: dict, smt2: str) -> Outcome:
+        replays, why = replay(self.formula, self.variant, values)
+        if not replays:
+            return Outcome(ERROR, counterexample=values, reason=f"counterexample does not replay: {why}", smt2=smt2)
+        return Outcome(REFUTED, counterexample=values, reason=why, smt2=smt2)
 
 
 def _bool(x) -> z3.BoolRef:

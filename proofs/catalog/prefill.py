@@ -26,7 +26,7 @@ from proofs.solver import Claim
 
 # The split block comes from the deployment; the other scheduler inputs stay free.
 STEP_VARS = tuple(v for v in SPLIT_PARAM_VARS if v.name != "block") + SPLIT_CALL_VARS + GEOMETRY_VARS
-PUBLISH_VAR_NAMES = {v.name for v in SPLIT_PARAM_VARS + GEOMETRY_VARS} | {"computed", "tokens"}
+PUBLISH_VARS = GEOMETRY_VARS + ints("end", "tokens")
 UNROLL_STEPS = 2
 GEOMETRY_FLAGS = ("explicit", "sharded", "sharded2")
 GEOMETRY_FLAGS = ("explicit", "sharded", "sharded2")
@@ -57,21 +57,33 @@ def _aligned_if_published(position, d, tokens):
     return arith.implies(publishes(position, d.cadence, tokens), _on_targets(position, d.target_spans))
 
 
+def _publication(variant, x):
+    """A chunk end at any position up to the request's tokens, in a symbolic
+    deployment: the split is not read, so what is proved holds for every
+    chunk end the split can produce, whatever the budgets, hits and flags."""
+    d = deployment(variant, x)
+    end, tokens = x["end"], x["tokens"]
+    hypotheses = {
+        **deployment_domain(x),
+        "a chunk end of the prefill": arith.all_of(0 <= end, end <= tokens),
+    }
+    return d, end, tokens, hypotheses
+
+
 def published_on_targets_step(variant, x):
-    """Step lemma, for any chunk end at all (so for every one the split can
-    produce): if it publishes, it lies on every target boundary."""
-    d, p, hypotheses = _setting(variant, x)
-    start, end, tokens = x["computed"], x["end"], x["tokens"]
-    hypotheses["a chunk of the prefill"] = arith.all_of(0 <= start, start <= end, end <= tokens)
-    hypotheses["invariant before the step"] = _aligned_if_published(start, d, tokens)
+    """Step lemma: a chunk end that publishes lies on every target boundary.
+    It does not depend on earlier steps, so the invariant "every checkpoint
+    published so far is on every target boundary" holds after every step."""
+    d, end, tokens, hypotheses = _publication(variant, x)
+    hypotheses["configuration accepted"] = guard_accepts(variant, d.cadence, d.target_spans)
     return Claim(
         hypotheses=hypotheses,
         goal=_aligned_if_published(end, d, tokens),
         covers={
-            "two target groups, DCP > 1, budget below cadence": arith.all_of(
-                x["dcp"] >= 2, x["sharded"], max_prefill_tokens(p) < d.cadence
+            "a published checkpoint with DCP > 1": arith.all_of(
+                x["dcp"] >= 2, x["sharded"], publishes(end, d.cadence, tokens)
             ),
-            "EAGLE annotated": arith.all_of(p.eagle_drop, x["annotated"]),
+            "two different target spans": d.target_spans[0] != d.target_spans[1],
         },
     )
 
@@ -79,10 +91,7 @@ def published_on_targets_step(variant, x):
 def guard_weakest(variant, x):
     """The step lemma with the guard's conditions as named hypotheses, as
     witnesses; each one dropped must refute it."""
-    d, p, hypotheses = _setting(variant, x)
-    start, end, tokens = x["computed"], x["end"], x["tokens"]
-    hypotheses["a chunk of the prefill"] = arith.all_of(0 <= start, start <= end, end <= tokens)
-    hypotheses["invariant before the step"] = _aligned_if_published(start, d, tokens)
+    d, end, tokens, hypotheses = _publication(variant, x)
     for i, span in enumerate(d.target_spans, 1):
         hypotheses[f"cadence a multiple of target span {i}"] = d.cadence == x[f"w{i}"] * span
     return Claim(hypotheses=hypotheses, goal=_aligned_if_published(end, d, tokens))
@@ -189,7 +198,7 @@ THEOREMS = (
         (
             Obligation(
                 "step",
-                tuple(v for v in STEP_VARS if v.name in PUBLISH_VAR_NAMES) + ints("end"),
+                PUBLISH_VARS,
                 published_on_targets_step,
                 case_split=GEOMETRY_FLAGS,
             ),
@@ -205,7 +214,7 @@ THEOREMS = (
         (
             Obligation(
                 "step",
-                tuple(v for v in STEP_VARS if v.name in PUBLISH_VAR_NAMES) + ints("end", "w1", "w2"),
+                PUBLISH_VARS + ints("w1", "w2"),
                 guard_weakest,
                 case_split=GEOMETRY_FLAGS,
             ),
