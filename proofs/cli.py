@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from models.geometry import GeometryError, load_geometry
@@ -79,7 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--rlimit", default=str(DEFAULT_RLIMIT), help=f"Z3 resource budget per obligation ({DEFAULT_RLIMIT})"
     )
     prove.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_evidence_arguments(prove)
     prove.set_defaults(run=cmd_prove)
+    add_report_parser(sub)
     return parser
 
 
@@ -89,17 +92,141 @@ def cmd_prove(args: argparse.Namespace) -> int:
     rlimit = _positive("--rlimit", args.rlimit)
     if args.tier not in ("ci", "slow", "all"):
         raise UsageError(f"--tier: expected ci, slow or all, got {args.tier!r}")
-    return prove(theorem=args.theorem, variant=args.variant, tier=args.tier, rlimit=rlimit, as_json=args.json)
+    seed = _seed(args.seed)
+    if args.report_dir or args.against or args.seeds:
+        return cmd_prove_with_evidence(args, rlimit, seed)
+    return prove(
+        theorem=args.theorem, variant=args.variant, tier=args.tier, rlimit=rlimit, as_json=args.json, seed=seed
+    )
+
+
+# --- evidence: report files, run-to-run diff, seeds (proofs/report/) ---------------------------------
+
+
+def add_evidence_arguments(prove: argparse.ArgumentParser) -> None:
+    prove.add_argument("--seed", help="Z3 random seed for every query (default: Z3's own)")
+    prove.add_argument(
+        "--report-dir",
+        metavar="DIR",
+        help="also write result.json, summary.md, report.md, report.html, junit.xml, results.sarif "
+        "and smt2/ (one file per obligation) to DIR",
+    )
+    prove.add_argument(
+        "--against",
+        metavar="OLD.json",
+        help="compare with a previous `gridproof prove --json` result: exit 1 on a verdict change, a new "
+        "UNKNOWN, a changed expectation, a proof needing an extra hypothesis, or rlimit growth",
+    )
+    prove.add_argument(
+        "--rlimit-growth",
+        metavar="PERCENT",
+        default="50",
+        help="with --against: rlimit growth per obligation that counts as a regression (default 50)",
+    )
+    prove.add_argument(
+        "--seeds",
+        metavar="K",
+        help="rerun every obligation under Z3 seeds 1..K: report verdict flips (exit 1) and the rlimit spread",
+    )
+
+
+def add_report_parser(sub) -> None:
+    from proofs.report import FORMATS
+
+    report = sub.add_parser("report", help="render a saved result (gridproof prove --json) in another format")
+    report.add_argument("result", metavar="RESULT.json", help="a result written by `gridproof prove --json`")
+    report.add_argument("--format", default="md", help=f"one of {', '.join(FORMATS)} (default md)")
+    report.add_argument("--out", metavar="FILE", help="write to FILE instead of standard output")
+    report.set_defaults(run=cmd_report)
+
+
+def _seed(text: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"--seed: expected a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise UsageError(f"--seed: must be a non-negative integer, got {value}")
+    return value
+
+
+def _percent(name: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"{name}: expected a percentage such as 50, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise UsageError(f"{name}: must be a non-negative number, got {text!r}")
+    return value
+
+
+def cmd_prove_with_evidence(args: argparse.Namespace, rlimit: int | None, seed: int | None) -> int:
+    from pathlib import Path
+
+    from proofs.report.evidence import prove_with_evidence
+
+    seeds = _positive("--seeds", args.seeds) or 0
+    growth = _percent("--rlimit-growth", args.rlimit_growth)
+    return prove_with_evidence(
+        theorem=args.theorem,
+        variant=args.variant,
+        tier=args.tier,
+        rlimit=rlimit,
+        as_json=args.json,
+        seed=seed,
+        report_dir=Path(args.report_dir) if args.report_dir else None,
+        against=Path(args.against) if args.against else None,
+        rlimit_growth=growth,
+        seeds=seeds,
+    )
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from proofs.report import FORMATS, load_result, render
+
+    if args.format not in FORMATS:
+        raise UsageError(f"--format: expected one of {', '.join(FORMATS)}, got {args.format!r}")
+    text = render(load_result(args.result), args.format)
+    if args.out is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        Path(args.out).write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"--out: cannot write {args.out}: {error.strerror}") from None
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------------
 
 
 def main(argv: list[str] | None = None) -> int:
+    from proofs.report import ReportError
+
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return args.run(args)
-    except (GeometryError, UsageError, UnknownVariantError, ConfigurationRejected, BudgetError, ManifestError) as error:
+    except (
+        GeometryError,
+        UsageError,
+        UnknownVariantError,
+        ConfigurationRejected,
+        BudgetError,
+        ManifestError,
+        ReportError,
+    ) as error:
         print(f"gridproof: error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader went away (`gridproof prove --json | head`): stop quietly, and keep the interpreter
+        # from complaining when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

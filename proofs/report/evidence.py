@@ -1,0 +1,68 @@
+"""`gridproof prove` with evidence: the report directory, the diff against a previous result and
+the seed reruns, around one run of the catalogue."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from proofs.prove import render_table, run_catalogue
+from proofs.report import load_result, write_report_dir
+from proofs.report.diff import compare
+from proofs.report.seeds import brittleness, render_brittleness
+
+
+def prove_with_evidence(
+    theorem=None,
+    variant=None,
+    tier="ci",
+    rlimit=None,
+    as_json=False,
+    seed=None,
+    report_dir: Path | None = None,
+    against: Path | None = None,
+    rlimit_growth: float = 50.0,
+    seeds: int = 0,
+) -> int:
+    old = load_result(against) if against is not None else None  # a bad file stops here, before the run
+    result, entries = run_catalogue(theorem, variant, tier, rlimit, seed)
+    status = 1 if result["failures"] or not entries else 0
+    after: list[str] = []
+
+    if seeds:
+        seeded = {}
+        for s in range(1, seeds + 1):
+            rerun, _ = run_catalogue(theorem, variant, tier, rlimit, s)
+            seeded[s] = rerun["entries"]
+        report = brittleness(result["entries"], seeded)
+        result["brittleness"] = report
+        after.append(render_brittleness(report))
+        if report["flips"]:
+            status = 1
+
+    if old is not None:
+        diff = compare(old, result, rlimit_growth)
+        result["against"] = diff.to_json(str(against))
+        if diff.changes:
+            after.append(f"against {against}: {len(diff.changes)} regression{'s' if len(diff.changes) != 1 else ''}")
+            after += diff.changes
+            status = 1
+        else:
+            after.append(f"against {against}: no regression")
+        after += [f"note: {n}" for n in diff.notes]
+
+    if report_dir is not None:
+        written = write_report_dir(result, entries, report_dir)
+        smt2 = sum(p.suffix == ".smt2" for p in written)
+        after.append(f"report: {len(written) - smt2} files and {smt2} .smt2 obligations in {report_dir}")
+
+    if as_json:
+        print(json.dumps(result, indent=2))
+        if after:
+            print("\n".join(after), file=sys.stderr)
+    else:
+        print(render_table(entries, result))
+        if after:
+            print("\n".join(after))
+    return status

@@ -1,0 +1,152 @@
+"""The canonical result (format "gridproof-result/1", written by `gridproof prove --json`): loading it
+back, checking its shape, and the questions every rendering asks of it.
+
+Every rendering reads this object and nothing else, so a report can be made later, elsewhere, from a
+result file alone (DESIGN.md principle 8).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+FORMAT = "gridproof-result/1"
+DECIDED = ("PROVED", "REFUTED")
+VARIANT_ORDER = ("baseline", "pr457", "pr457-guarded")
+REQUIRED = ("format", "z3_version", "model_hash", "seconds", "rlimit", "entries", "failures")
+ENTRY_REQUIRED = ("theorem", "variant", "verdict", "expected", "rlimit", "seconds")
+
+
+class ReportError(ValueError):
+    """A result file that cannot be read: one line, exit status 2."""
+
+
+def load_result(path: str | Path) -> dict:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ReportError(f"{path}: cannot read: {error.strerror or error}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ReportError(f"{path}: not JSON: {error.msg} at line {error.lineno}") from None
+    check_result(data, str(path))
+    return data
+
+
+def check_result(data, where: str = "result") -> None:
+    if not isinstance(data, dict):
+        raise ReportError(f"{where}: expected a JSON object written by `gridproof prove --json`")
+    if data.get("format") != FORMAT:
+        raise ReportError(f"{where}: format is {data.get('format')!r}, expected {FORMAT!r} (gridproof prove --json)")
+    missing = [key for key in REQUIRED if key not in data]
+    if missing:
+        raise ReportError(f"{where}: missing {', '.join(missing)}")
+    if not isinstance(data["entries"], list):
+        raise ReportError(f"{where}: entries must be a list")
+    for i, entry in enumerate(data["entries"]):
+        if not isinstance(entry, dict):
+            raise ReportError(f"{where}: entries[{i}] is not an object")
+        absent = [key for key in ENTRY_REQUIRED if key not in entry]
+        if absent:
+            raise ReportError(f"{where}: entries[{i}] lacks {', '.join(absent)}")
+        for key in ("hypotheses_used", "hypotheses"):
+            if not isinstance(entry.get(key, []), list):
+                raise ReportError(f"{where}: entries[{i}].{key} must be a list")
+        if not isinstance(entry["rlimit"], int) or isinstance(entry["rlimit"], bool):
+            raise ReportError(f"{where}: entries[{i}].rlimit must be an integer")
+
+
+def is_ok(entry: dict) -> bool:
+    """The manifest's verdict, decided, and every ablation refuting (the runner's Entry.ok)."""
+    return (
+        entry["verdict"] == entry["expected"]
+        and entry["verdict"] in DECIDED
+        and all(v == "REFUTED" for v in entry.get("ablations", {}).values())
+    )
+
+
+def problems(entry: dict) -> list[str]:
+    """Why an entry fails, one phrase each; empty when it is ok."""
+    found = []
+    verdict, expected = entry["verdict"], entry["expected"]
+    if verdict != expected:
+        found.append(f"expected {expected}, got {verdict}")
+    elif verdict not in DECIDED:
+        found.append(f"{verdict} is never a success")
+    for hypothesis, outcome in entry.get("ablations", {}).items():
+        if outcome != "REFUTED":
+            found.append(f"dropping hypothesis {hypothesis!r} gave {outcome}, expected REFUTED")
+    return found
+
+
+def key(entry: dict) -> tuple[str, str]:
+    return entry["theorem"], entry["variant"]
+
+
+def is_mutant(variant: str) -> bool:
+    return variant.startswith("mutant:")
+
+
+def variant_sort_key(variant: str) -> tuple[int, str]:
+    if variant in VARIANT_ORDER:
+        return VARIANT_ORDER.index(variant), variant
+    return len(VARIANT_ORDER), variant
+
+
+def by_theorem(entries: Iterable[dict]) -> dict[str, list[dict]]:
+    """Entries grouped per theorem, in catalogue order, variants before mutants."""
+    groups: dict[str, list[dict]] = {}
+    for entry in entries:
+        groups.setdefault(entry["theorem"], []).append(entry)
+    for group in groups.values():
+        group.sort(key=lambda e: variant_sort_key(e["variant"]))
+    return groups
+
+
+def variants(entries: Iterable[dict]) -> list[str]:
+    """The non-mutant variants present, in the usual order."""
+    return sorted({e["variant"] for e in entries if not is_mutant(e["variant"])}, key=variant_sort_key)
+
+
+def counts(entries: Iterable[dict]) -> dict[str, int]:
+    tally: dict[str, int] = {}
+    for entry in entries:
+        tally[entry["verdict"]] = tally.get(entry["verdict"], 0) + 1
+    return dict(sorted(tally.items()))
+
+
+def headline(result: dict) -> str:
+    entries = result["entries"]
+    failures = sum(not is_ok(e) for e in entries)
+    tally = ", ".join(f"{n} {v}" for v, n in counts(entries).items()) or "none"
+    status = "all as the manifest expects" if not failures and entries else f"{failures} failing"
+    return f"{len(entries)} obligations ({tally}): {status}"
+
+
+def selection_text(result: dict) -> str:
+    selection = result.get("selection") or {}
+    parts = [f"tier {selection.get('tier') or 'ci'}"]
+    for name in ("theorem", "variant", "seed"):
+        if selection.get(name) is not None:
+            parts.append(f"{name} {selection[name]}")
+    if selection.get("rlimit"):
+        parts.append(f"rlimit {selection['rlimit']:,} per obligation")
+    return ", ".join(parts)
+
+
+def source_path_line(entry: dict) -> tuple[str, int] | None:
+    """The model source location of an entry's theorem, as (repo-relative path, line)."""
+    source = entry.get("source") or ""
+    path, _, line = source.rpartition(":")
+    if not path or not line.isdigit():
+        return None
+    return path, int(line)
+
+
+def first_sentence(text: str) -> str:
+    text = " ".join(text.split())
+    end = text.find(". ")
+    return text if end < 0 else text[: end + 1]

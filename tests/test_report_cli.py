@@ -1,0 +1,168 @@
+"""`gridproof prove --report-dir/--against/--seeds` and `gridproof report`, end to end on one small
+theorem (prefill-state-slot: four obligations, well under a second)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+import xmlschema
+import z3
+
+from proofs.cli import main
+
+THEOREM = "prefill-state-slot"
+SCHEMAS = Path(__file__).parent / "schemas"
+
+
+@pytest.fixture(scope="module")
+def report_dir(tmp_path_factory) -> Path:
+    directory = tmp_path_factory.mktemp("report")
+    assert main(["prove", "--theorem", THEOREM, "--report-dir", str(directory)]) == 0
+    return directory
+
+
+@pytest.fixture(scope="module")
+def result(report_dir) -> dict:
+    return json.loads((report_dir / "result.json").read_text())
+
+
+def test_report_dir_holds_every_rendering(report_dir):
+    names = {p.name for p in report_dir.iterdir()}
+    assert {"result.json", "summary.md", "report.md", "report.html", "junit.xml", "results.sarif", "smt2"} <= names
+    assert len((report_dir / "summary.md").read_text().splitlines()) <= 40
+    xmlschema.XMLSchema(str(SCHEMAS / "junit-10.xsd")).validate(str(report_dir / "junit.xml"))
+    schema = json.loads((SCHEMAS / "sarif-schema-2.1.0.json").read_text())
+    sarif = json.loads((report_dir / "results.sarif").read_text())
+    jsonschema.Draft4Validator(schema, format_checker=jsonschema.FormatChecker()).validate(sarif)
+    location = sarif["runs"][0]["results"][0]["locations"][0]["physicalLocation"]
+    source = Path(__file__).parent.parent / location["artifactLocation"]["uri"]
+    assert source.is_file()
+    assert "def " in source.read_text().splitlines()[location["region"]["startLine"] - 1]  # the formula
+
+
+def test_each_smt2_file_rechecks_to_the_verdict(report_dir, result):
+    files = sorted((report_dir / "smt2").glob("*.smt2"))
+    proved = [e for e in result["entries"] if e["verdict"] == "PROVED"]
+    assert len(files) >= len(proved) == 3
+    for path in files:
+        text = path.read_text()
+        expected = "unsat" if "expected answer: unsat" in text else "sat"
+        solver = z3.Solver()
+        solver.from_string(text)
+        assert str(solver.check()) == expected, path.name
+
+
+def test_report_renders_a_saved_result_in_every_format(report_dir, tmp_path, capsys):
+    saved = report_dir / "result.json"
+    for fmt, marker in [
+        ("md", "# gridproof"),
+        ("md-summary", "### ✅"),
+        ("junit", "<testsuites"),
+        ("sarif", '"2.1.0"'),
+    ]:
+        assert main(["report", str(saved), "--format", fmt]) == 0
+        assert marker in capsys.readouterr().out
+    out = tmp_path / "r.html"
+    assert main(["report", str(saved), "--format", "html", "--out", str(out)]) == 0
+    assert out.read_text().startswith("<!DOCTYPE html>")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["report", "missing.json"],
+        ["report", "{saved}", "--format", "pdf"],
+        ["prove", "--theorem", THEOREM, "--against", "missing.json"],
+        ["prove", "--theorem", THEOREM, "--against", "{bad}"],
+        ["prove", "--theorem", THEOREM, "--seeds", "0"],
+        ["prove", "--theorem", THEOREM, "--seed", "-1"],
+        ["prove", "--theorem", THEOREM, "--rlimit-growth", "lots", "--against", "{saved}"],
+        ["prove", "--theorem", THEOREM, "--report-dir", "{saved}"],
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args, report_dir, tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "gridproof-result/1", "entries": []}')
+    args = [a.format(saved=report_dir / "result.json", bad=bad) for a in args]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gridproof: error: ") and err.count("\n") == 1, err
+
+
+def test_against_itself_is_clean(report_dir, capsys):
+    assert main(["prove", "--theorem", THEOREM, "--against", str(report_dir / "result.json")]) == 0
+    assert "no regression" in capsys.readouterr().out
+
+
+def test_against_a_weakened_result_names_each_change(result, tmp_path, capsys):
+    old = json.loads(json.dumps(result))
+    entries = {e["variant"]: e for e in old["entries"]}
+    entries["baseline"]["verdict"] = "REFUTED"  # the verdict changed since
+    entries["pr457"]["hypotheses_used"] = []  # the proof now needs a hypothesis it did not
+    entries["pr457-guarded"]["hypotheses"].remove("fresh or at a published checkpoint")  # the theorem gained one
+    entries["mutant:slot-off-by-one"]["expected"] = "PROVED"  # the manifest changed
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(old))
+    assert main(["prove", "--theorem", THEOREM, "--against", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert f"against {path}: 4 regressions" in out
+    assert f"VERDICT {THEOREM} / baseline: REFUTED -> PROVED" in out
+    assert f"HYPOTHESIS {THEOREM} / pr457: the proof now also needs 'cadence positive'" in out
+    assert f"HYPOTHESIS {THEOREM} / pr457-guarded: the theorem gained 'fresh or at a published checkpoint'" in out
+    assert f"EXPECTED {THEOREM} / mutant:slot-off-by-one: the manifest now expects REFUTED (was PROVED)" in out
+
+
+def test_against_with_json_keeps_stdout_json_and_records_the_diff(result, tmp_path, capsys):
+    old = json.loads(json.dumps(result))
+    old["entries"][0]["verdict"] = "UNKNOWN"
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(old))
+    assert main(["prove", "--theorem", THEOREM, "--variant", "baseline", "--against", str(path), "--json"]) == 1
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    assert data["against"]["changes"] == [f"VERDICT {THEOREM} / baseline: UNKNOWN -> PROVED"]
+    assert "VERDICT" in captured.err
+
+
+def test_seeds_show_no_flip_and_the_rlimit_spread(capsys):
+    assert main(["prove", "--theorem", THEOREM, "--seeds", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "seeds: 3 seeds (1, 2, 3) besides the default: no verdict flip" in out
+    assert "coefficient of variation" in out and "FLIP" not in out
+
+
+def test_a_seed_is_in_the_reproduce_command(capsys):
+    assert main(["prove", "--theorem", THEOREM, "--variant", "baseline", "--seed", "7", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["selection"]["seed"] == 7
+    assert data["entries"][0]["reproduce"].endswith("--rlimit 20000000 --seed 7")
+
+
+def test_a_closed_pipe_is_quiet(report_dir):
+    """`gridproof ... | head`: when the reader has gone, writing breaks the pipe; that ends the run quietly
+    (exit status 1, nothing on stderr). The reader is gone before the first write here, so the pipe
+    breaks on every run, whatever the buffers."""
+    exe = shutil.which("gridproof")
+    command = [exe] if exe else [sys.executable, "-m", "proofs.cli"]
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        writer = subprocess.run(
+            [*command, "report", str(report_dir / "result.json"), "--format", "md"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert writer.stderr == "", writer.stderr
+    assert writer.returncode == 1
