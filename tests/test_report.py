@@ -287,6 +287,10 @@ def test_html_marks_the_failure(html):
     assert "expected PROVED, got UNKNOWN" in html
 
 
+def test_html_says_when_its_drawings_come_from_other_sources_than_the_run(html):
+    assert "These drawings come from the model as it is now" in html  # the synthetic run's hash is 000...
+
+
 # --- every format, from the CLI's point of view -----------------------------------------------------
 
 

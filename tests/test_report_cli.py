@@ -47,6 +47,12 @@ def test_report_dir_holds_every_rendering(report_dir):
     assert "def " in source.read_text().splitlines()[location["region"]["startLine"] - 1]  # the formula
 
 
+def test_report_html_of_a_live_run_draws_from_its_own_sources(report_dir):
+    html = (report_dir / "report.html").read_text()
+    assert html.count("<svg") >= 5  # the built-in deployments
+    assert "These drawings come from the model as it is now" not in html
+
+
 def test_each_smt2_file_rechecks_to_the_verdict(report_dir, result):
     files = sorted((report_dir / "smt2").glob("*.smt2"))
     proved = [e for e in result["entries"] if e["verdict"] == "PROVED"]

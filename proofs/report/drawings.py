@@ -265,15 +265,18 @@ def counterexample_figure(values: dict, sizes: set[str]) -> str | None:
     end = end * 1.06 + 1
     if not any(end / size <= MAX_TICKS for size in grids.values()):
         return None  # no grid can be drawn at this scale: the table says as much as a drawing would
-    figure = Figure(figsize=(11, 1.4 + 0.3 * (len(grids) + 1) + 0.9), layout="constrained")
+    figure = Figure(figsize=(11, 1.4 + 0.3 * (len(set(grids.values())) + 1) + 0.9), layout="constrained")
     ax = figure.add_subplot()
     labels = []
-    ordered_grids = sorted(grids.items(), key=lambda kv: (kv[1], kv[0]))
+    same: dict[int, list[str]] = {}  # inputs of equal size share one row
+    for name, size in grids.items():
+        same.setdefault(size, []).append(name)
+    ordered_grids = [(", ".join(names), size) for size, names in sorted(same.items())]
     for y, (name, size) in enumerate(ordered_grids):
         marks = [0, *_grid(size, int(end))]
         ax.hlines(y, 0, end, colors="#e5e7eb", linewidth=0.6)
         if len(marks) <= MAX_TICKS:
-            ax.vlines(marks, y - 0.3, y + 0.3, colors=COLOURS["target"], linewidth=1.0)
+            ax.vlines(marks, y - 0.3, y + 0.3, colors=COLOURS["target"], linewidth=1.6, zorder=3)
             labels.append(f"grid of {name} = {size:,}")
         else:
             labels.append(f"{name} = {size:,} (grid too dense to draw)")
@@ -286,7 +289,7 @@ def counterexample_figure(values: dict, sizes: set[str]) -> str | None:
     ordered = sorted(points.items(), key=lambda kv: (kv[1], kv[0]))
     for i, (name, value) in enumerate(ordered):
         level = row + 0.45 * (i % 4)
-        ax.vlines(value, -0.5, level - 0.05, colors=COLOURS["published"], linewidth=1.0)
+        ax.vlines(value, -0.5, level - 0.05, colors=COLOURS["published"], linewidth=0.9, alpha=0.55, zorder=1)
         ax.text(value, level, f"{name} = {value:,}", ha="center", va="bottom", fontsize=8, color=COLOURS["published"])
     ax.set_yticks(range(len(labels)), labels, fontsize=8.5)
     ax.set_xlim(-end * 0.01, end)

@@ -84,8 +84,9 @@ def _overview(result: dict) -> str:
     return f"<table>{head}{''.join(body)}</table>"
 
 
-def _deployments() -> str:
+def _deployments(result: dict) -> str:
     from models.geometry import builtin_geometry_names
+    from proofs.runner import model_sources_hash
 
     names = builtin_geometry_names()
     names.sort(key=lambda n: (not n.startswith("kimi-k3"), n))  # the Kimi-K3 story first
@@ -95,6 +96,12 @@ def _deployments() -> str:
         "<code>gridproof simulate GEOMETRY --variant V</code> does. A later identical request can restore only a "
         "checkpoint that is published <em>and</em> lies on a target-attention boundary (orange diamonds).</p>",
     ]
+    current = model_sources_hash()
+    if current != result.get("model_hash"):
+        parts.append(
+            f'<p class="bad">These drawings come from the model as it is now (hash {escape(current[:12])}), '
+            f"not from the sources of this run (hash {escape(str(result.get('model_hash'))[:12])}).</p>"
+        )
     for name in names:
         try:
             svg, captions = drawings.deployment_timeline(name)
@@ -234,6 +241,13 @@ def render_html(result: dict, deployments: bool = True) -> str:
         parts.append(f"<h2>Changes against <code>{escape(against.get('path', ''))}</code></h2><ul>{items}{notes}</ul>")
     seeds = result.get("brittleness")
     if seeds:
+        parts.append(f'<p><b>Seeds</b>: {escape(seeds.get("summary", ""))} (<a href="#seeds">table</a>)</p>')
+    parts += ["<h2>Verdicts</h2>", _overview(result)]
+    if deployments:
+        parts.append(_deployments(result))
+    parts.append("<h2>Theorems</h2>")
+    parts += [_theorem(t, g) for t, g in by_theorem(entries).items()]
+    if seeds:
         rows = "".join(
             f"<tr><td><code>{escape(r['theorem'])}</code></td><td>{escape(r['variant'])}</td>"
             f"<td>{' '.join(badge(v) for v in sorted(set(r['verdicts'].values())))}"
@@ -243,12 +257,9 @@ def render_html(result: dict, deployments: bool = True) -> str:
             for r in seeds.get("entries", [])
         )
         parts.append(
-            f"<h2>Seeds</h2><p>{escape(seeds.get('summary', ''))}</p><table><tr><th>theorem</th><th>variant</th>"
+            f'<h2 id="seeds">Seeds</h2>'
+            f"<p>{escape(seeds.get('summary', ''))}</p><table><tr><th>theorem</th><th>variant</th>"
             f"<th>verdicts</th><th>rlimit min</th><th>rlimit max</th><th>CV</th></tr>{rows}</table>"
         )
-    if deployments:
-        parts.append(_deployments())
-    parts += ["<h2>Verdicts</h2>", _overview(result), "<h2>Theorems</h2>"]
-    parts += [_theorem(t, g) for t, g in by_theorem(entries).items()]
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
