@@ -37,7 +37,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="smoke",
         help="which proof items run: smoke (default: a few fast theorems), ci, slow, all, or none",
     )
-    group.addoption("--gridproof-rlimit", type=int, default=None, help="Z3 resource budget per obligation")
+    group.addoption(
+        "--gridproof-rlimit", type=int, default=None, help="Z3 resource budget per obligation (default: the manifest's)"
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -99,8 +101,9 @@ class ProofItem(pytest.Item):
         from proofs.runner import run_theorem
         from proofs.solver import DEFAULT_RLIMIT
 
-        rlimit = self.config.getoption("gridproof_rlimit") or DEFAULT_RLIMIT
         run = self.run
+        # --gridproof-rlimit, else the manifest's budget for the theorem (where the manifest has one)
+        rlimit = self.config.getoption("gridproof_rlimit") or getattr(run, "rlimit", None) or DEFAULT_RLIMIT
         # No per-case <properties>: pytest's default JUnit family (xunit2) has no room for them, and the
         # file must stay valid; `gridproof prove --report-dir` writes the richer junit.xml.
         entry = run_theorem(run.theorem, run.variant, run.expected, rlimit, tier=run.tier)
