@@ -239,6 +239,7 @@ def test_report_shows_statement_hypotheses_verdicts_and_reproduce(mixed):
     assert "gridproof prove --theorem split-bounds --variant pr457 --rlimit 20000000" in report
     assert "block = 2, sched_block = 2" in report  # the counterexample
     assert "dropping hypothesis 'cadence positive' gave UNKNOWN, expected REFUTED" in report
+    assert "baseline: 26 chunks, publishes every 3,840 tokens, first on a target boundary: 61,440" in report
 
 
 # --- HTML -------------------------------------------------------------------------------------------

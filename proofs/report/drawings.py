@@ -65,8 +65,8 @@ def _grid(span: int, end: int) -> list[int]:
     return list(range(span, end + 1, span)) if span > 0 else []
 
 
-def deployment_timeline(geometry_name: str) -> tuple[str, list[str]]:
-    """The SVG and, per variant, a sentence saying what it shows (the figure's text alternative)."""
+def simulate_deployment(geometry_name: str) -> tuple[object, int, dict, dict]:
+    """The geometry, its budget, and per variant drawn its simulated prefill or why there is none."""
     from models.geometry import load_geometry
     from models.variants import get_variant
     from proofs.simulate import simulate
@@ -80,18 +80,52 @@ def deployment_timeline(geometry_name: str) -> tuple[str, list[str]]:
             runs[name] = simulate(get_variant(name), geometry, budget)
         except Exception as error:  # a configuration a variant rejects is shown, not hidden
             problems[name] = f"{type(error).__name__}: {error}"
+    return geometry, budget, runs, problems
+
+
+def usable_checkpoints(run: dict) -> list[int]:
+    """Published states on a target-attention boundary: the only ones a later request can restore."""
+    spans = set(run["target_spans"])
+    return [p for p in run["published"] if any(p % s == 0 for s in spans)]
+
+
+def describe(run: dict) -> str:
+    """One variant's prefill in a sentence: what its drawing shows."""
+    every = _every(run["published"])
+    usable = usable_checkpoints(run)
+    pieces = [f"{len(run['chunk_ends'])} chunks"]
+    pieces.append(f"publishes every {every:,} tokens" if every else f"publishes {len(run['published'])} states")
+    pieces.append(f"first on a target boundary: {usable[0]:,}" if usable else "none on a target boundary")
+    pieces.append(f"restores {run['reuse']:,}")
+    return f"{run['variant']}: " + ", ".join(pieces)
+
+
+def deployment_captions(geometry_name: str) -> list[str]:
+    """The sentences under a deployment's drawing, without drawing it (for the Markdown report)."""
+    _, _, runs, problems = simulate_deployment(geometry_name)
+    return [_caption(name, runs, problems) for name in VARIANTS_DRAWN]
+
+
+def _caption(name: str, runs: dict, problems: dict) -> str:
+    if name in problems:
+        return f"{name}: not simulated ({problems[name]})."
+    return describe(runs[name]) + f" (offload restores {runs[name]['reuse_offload']:,})."
+
+
+def deployment_timeline(geometry_name: str) -> tuple[str, list[str]]:
+    """The SVG and, per variant, a sentence saying what it shows (the figure's text alternative)."""
+    geometry, budget, runs, problems = simulate_deployment(geometry_name)
     end = max([r["tokens"] for r in runs.values()] + [1])
 
     figure = Figure(figsize=(11, 1.3 + 1.75 * len(VARIANTS_DRAWN)), layout="constrained")
     ax = figure.add_subplot()
     rows = {name: ROW_GAP * (len(VARIANTS_DRAWN) - 1 - i) for i, name in enumerate(VARIANTS_DRAWN)}
-    captions = []
+    captions = [_caption(name, runs, problems) for name in rows]
     for name, y in rows.items():
         if name in problems:
             ax.text(end / 2, y, f"{name}: {problems[name]}", ha="center", va="center", fontsize=9, color="#b00020")
-            captions.append(f"{name}: not simulated ({problems[name]}).")
-            continue
-        captions.append(_draw_variant(ax, runs[name], y, end))
+        else:
+            _draw_variant(ax, runs[name], y, end)
     ax.set_xlim(0, end * 1.005)
     ax.set_ylim(-0.8, ROW_GAP * (len(VARIANTS_DRAWN) - 1) + 0.72)
     ax.set_yticks(
@@ -115,7 +149,7 @@ def deployment_timeline(geometry_name: str) -> tuple[str, list[str]]:
     return to_svg(figure), captions
 
 
-def _draw_variant(ax, run: dict, y: float, end: int) -> str:
+def _draw_variant(ax, run: dict, y: float, end: int) -> None:
     # chunks, alternating shades so that every chunk end is an edge
     bars = [(s["start"], max(s["end"] - s["start"], 0)) for s in run["steps"]]
     shades = [COLOURS["chunk"][i % 2] for i in range(len(bars))]
@@ -139,7 +173,7 @@ def _draw_variant(ax, run: dict, y: float, end: int) -> str:
     ax.scatter(
         run["private"], [y] * len(run["private"]), s=26, facecolors="white", edgecolors=COLOURS["private"], zorder=3
     )
-    usable = [p for p in run["published"] if any(p % s == 0 for s in spans)]
+    usable = usable_checkpoints(run)
     others = [p for p in run["published"] if p not in usable]
     ax.scatter(others, [y] * len(others), s=26, color=COLOURS["published"], zorder=3)
     ax.scatter(usable, [y] * len(usable), s=70, marker="D", color=COLOURS["usable"], edgecolors="black", zorder=4)
@@ -162,12 +196,8 @@ def _draw_variant(ax, run: dict, y: float, end: int) -> str:
     if offload != restored:
         ax.broken_barh([(0, offload)], (y + 0.40, 0.05), facecolors=COLOURS["offload"], zorder=2)
 
-    every = _every(run["published"])
-    pieces = [f"{len(run['chunk_ends'])} chunks"]
-    pieces.append(f"publishes every {every:,} tokens" if every else f"publishes {len(run['published'])} states")
     if usable:
         first = usable[0]
-        pieces.append(f"first on a target boundary: {first:,}")
         ax.annotate(
             f"{first:,}",
             xy=(first, y),
@@ -178,8 +208,6 @@ def _draw_variant(ax, run: dict, y: float, end: int) -> str:
             color=COLOURS["usable"],
             arrowprops={"arrowstyle": "-", "color": COLOURS["usable"], "linewidth": 0.8},
         )
-    else:
-        pieces.append("none on a target boundary")
     if run["published"] and (not usable or run["published"][0] != usable[0]):
         first = run["published"][0]
         ax.annotate(
@@ -192,17 +220,15 @@ def _draw_variant(ax, run: dict, y: float, end: int) -> str:
             color=COLOURS["published"],
             arrowprops={"arrowstyle": "-", "color": COLOURS["published"], "linewidth": 0.8},
         )
-    pieces.append(f"restores {restored:,}")
     ax.text(
         0,
         y + 0.6,
-        f"{run['variant']}: " + ", ".join(pieces),
+        describe(run),
         fontsize=9,
         va="center",
         bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0},
         zorder=6,
     )
-    return f"{run['variant']}: " + ", ".join(pieces) + f" (offload restores {offload:,})."
 
 
 def _legend(runs: dict) -> list:

@@ -191,6 +191,28 @@ def render_theorem(theorem: str, group: list[dict]) -> list[str]:
     return lines
 
 
+def render_deployments() -> list[str]:
+    """What the HTML report draws, in words: each built-in deployment's prefill per variant."""
+    from models.geometry import builtin_geometry_names
+    from proofs.report.drawings import deployment_captions
+
+    lines = [
+        "## Real deployments",
+        "",
+        "One prefill of each built-in geometry, as `gridproof simulate` computes it (drawn in `report.html`). "
+        "A later identical request restores only a checkpoint that is published and lies on a target-attention "
+        "boundary.",
+        "",
+    ]
+    for name in sorted(builtin_geometry_names(), key=lambda n: (not n.startswith("kimi-k3"), n)):
+        lines.append(f"- `{name}`")
+        try:
+            lines += [f"  - {caption}" for caption in deployment_captions(name)]
+        except Exception as error:  # one broken geometry must not hide the others
+            lines.append(f"  - not simulated: {type(error).__name__}: {error}")
+    return [*lines, ""]
+
+
 def render_report(result: dict) -> str:
     lines = [
         "# gridproof: proof report",
@@ -233,6 +255,7 @@ def render_report(result: dict) -> str:
                 f"{row['rlimit_max']:,} | {row['rlimit_cv'] * 100:.1f}% |"
             )
         lines.append("")
+    lines += render_deployments()
     lines += ["## Theorems", ""]
     for theorem, group in by_theorem(result["entries"]).items():
         lines += render_theorem(theorem, group)
