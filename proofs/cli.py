@@ -77,12 +77,14 @@ def build_parser() -> argparse.ArgumentParser:
     prove.add_argument("--theorem", help="only this theorem (any tier)")
     prove.add_argument("--tier", default="ci", help="ci (default: the catalogue CI runs), slow, or all")
     prove.add_argument(
-        "--rlimit", default=str(DEFAULT_RLIMIT), help=f"Z3 resource budget per obligation ({DEFAULT_RLIMIT})"
+        "--rlimit",
+        help=f"Z3 resource budget per obligation, for every theorem (default: the manifest's, else {DEFAULT_RLIMIT})",
     )
     prove.add_argument("--json", action="store_true", help="print the result as JSON")
     add_evidence_arguments(prove)
     prove.set_defaults(run=cmd_prove)
     add_report_parser(sub)
+    add_mine_parser(sub)
     return parser
 
 
@@ -199,6 +201,26 @@ def cmd_report(args: argparse.Namespace) -> int:
     except OSError as error:
         raise UsageError(f"--out: cannot write {args.out}: {error.strerror}") from None
     return 0
+
+
+# --- mining: distinct minimal counterexamples into regression cases (proofs/mine.py) -----------------
+
+
+def add_mine_parser(sub) -> None:
+    from proofs.mine import add_arguments
+
+    mine = sub.add_parser("mine", help="enumerate distinct, minimal counterexamples and write them as regression cases")
+    add_arguments(mine)
+    mine.set_defaults(run=cmd_mine)
+
+
+def cmd_mine(args: argparse.Namespace) -> int:
+    from proofs.mine import MineUsageError, run
+
+    try:
+        return run(args)
+    except MineUsageError as error:
+        raise UsageError(str(error)) from None
 
 
 # ------------------------------------------------------------------------------------------------------

@@ -21,7 +21,8 @@ def run_catalogue(theorem=None, variant=None, tier="ci", rlimit=None, seed=None)
     entries = []
     for i, run in enumerate(runs, 1):
         progress(f"[{i}/{len(runs)}] {run.theorem.name} / {run.variant}")
-        entries.append(run_theorem(run.theorem, run.variant, run.expected, rlimit, tier=run.tier, seed=seed))
+        budget = rlimit or run.rlimit
+        entries.append(run_theorem(run.theorem, run.variant, run.expected, budget, tier=run.tier, seed=seed))
     progress("")
     result = {
         "format": RESULT_FORMAT,

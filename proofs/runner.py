@@ -28,6 +28,7 @@ class Expectation:
     tier: str
     expected: dict[str, str]  # variant or mutant:NAME -> verdict
     reason: str = ""
+    rlimit: int = DEFAULT_RLIMIT  # the budget of record per obligation
 
 
 def load_manifest(path: Path = MANIFEST) -> dict[str, Expectation]:
@@ -48,7 +49,10 @@ def load_manifest(path: Path = MANIFEST) -> dict[str, Expectation]:
         refutable = entry.get("kills") or REFUTED in expected.values()
         if not refutable and not entry.get("unkilled_reason"):
             raise ManifestError(f"{path}: {name}: no mutant or variant refutes it, and no unkilled_reason says why")
-        result[name] = Expectation(name, entry.get("tier", "ci"), expected, entry.get("unkilled_reason", ""))
+        rlimit = entry.get("rlimit", DEFAULT_RLIMIT)
+        if isinstance(rlimit, bool) or not isinstance(rlimit, int) or rlimit <= 0:
+            raise ManifestError(f"{path}: {name}: rlimit must be a positive integer, got {rlimit!r}")
+        result[name] = Expectation(name, entry.get("tier", "ci"), expected, entry.get("unkilled_reason", ""), rlimit)
     missing = set(CATALOGUE) - set(result)
     if missing:
         raise ManifestError(f"{path}: no expectation for {', '.join(sorted(missing))}")
@@ -174,10 +178,11 @@ def formula_location(formula) -> str:
 
 
 def model_sources_hash() -> str:
-    """sha256 over the model and catalogue sources and the manifest: what a verdict is about."""
+    """sha256 over the model, catalogue and solver sources and the manifest: what a verdict rests on."""
     root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
-    files = sorted([*root.glob("models/**/*.py"), *root.glob("proofs/catalog/*.py"), MANIFEST])
+    sources = [*root.glob("models/**/*.py"), *root.glob("proofs/catalog/*.py"), root / "proofs/solver.py"]
+    files = sorted([*sources, MANIFEST])
     for path in files:
         digest.update(path.relative_to(root).as_posix().encode())
         digest.update(path.read_bytes())
@@ -218,6 +223,7 @@ class Run:
     variant: str
     expected: str
     tier: str
+    rlimit: int
 
 
 def plan_runs(manifest: dict[str, Expectation], theorem: str | None, variant: str | None, tier: str) -> list[Run]:
@@ -233,7 +239,7 @@ def plan_runs(manifest: dict[str, Expectation], theorem: str | None, variant: st
             continue
         for v, verdict in expectation.expected.items():
             if variant is None or v == variant:
-                runs.append(Run(CATALOGUE[name], v, verdict, expectation.tier))
+                runs.append(Run(CATALOGUE[name], v, verdict, expectation.tier, expectation.rlimit))
     return runs
 
 
