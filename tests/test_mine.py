@@ -1,0 +1,210 @@
+"""`gridproof mine`: distinct classes that replay, a rerun that writes nothing
+new, readable pytest output, and one-line refusals of bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from models.variants import get_variant
+from proofs.catalog import CATALOGUE
+from proofs.cli import main
+from proofs.mining import FAILS, make_views, outcome, size_vectors
+from proofs.playback import load_corpus, replay_outcome
+from proofs.views import ViewError
+
+HEADLINE = "prefill-published-on-target-boundaries"
+
+
+def gridproof(*args: str) -> subprocess.CompletedProcess:
+    """`gridproof ARGS` in a fresh process: mining poses many Z3 queries, and
+    Z3's resource counts drift with what a process ran before, which other
+    tests compare run to run."""
+    exe = shutil.which("gridproof")
+    command = [exe] if exe else [sys.executable, "-m", "proofs.cli"]
+    return subprocess.run([*command, *args], capture_output=True, text=True, timeout=600, check=False)
+
+
+def mine(*args: str) -> tuple[int, str, str]:
+    result = gridproof("mine", *args)
+    return result.returncode, result.stdout, result.stderr
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return tmp_path_factory.mktemp("corpus")
+
+
+def test_two_classes_of_the_headline_for_baseline_replay(corpus):
+    status, out, err = mine(HEADLINE, "--variant", "baseline", "--max", "2", "--out", str(corpus))
+    assert status == 0, err
+    docs = list(load_corpus(corpus).values())
+    assert len(docs) == 2
+    classes = [tuple((c["view"], c["holds"]) for c in doc["class"]) for doc in docs]
+    assert len(set(classes)) == 2, "two counterexamples, two different classes"
+    for doc in docs:
+        assert replay_outcome(doc, "baseline") == FAILS
+        assert doc["fixes"][0]["expected"]["pr457-guarded"] == "holds"
+        assert doc["scenario"]["trace"]["off_target"]
+    assert "2 distinct classes" in out and "stopped at --max 2" in out
+    assert out.count("real vLLM 0.33.0 split: the same steps, and it publishes off target too") == 2
+    assert "free:" in out and "minimal:" in out
+
+
+def test_a_second_run_adds_no_file(corpus):
+    before = {p.name: p.stat().st_mtime_ns for p in corpus.iterdir()}
+    assert len(before) == 2, "runs after test_two_classes_of_the_headline_for_baseline_replay"
+    status, out, err = mine(HEADLINE, "--variant", "baseline", "--max", "2", "--out", str(corpus), "--no-vllm")
+    assert status == 0, err
+    assert {p.name: p.stat().st_mtime_ns for p in corpus.iterdir()} == before
+    assert "(0 new files)" in out and out.count("already in the corpus") == 2
+
+
+def mined_json(tmp_path, *args: str) -> dict:
+    status, out, err = mine(HEADLINE, "--out", str(tmp_path), "--format", "json", "--no-vllm", *args)
+    assert status == 0, err
+    return json.loads(out)
+
+
+def test_json_format_and_a_fixed_order(tmp_path):
+    """Each optimum is unique, so two searches agree input for input."""
+    first = mined_json(tmp_path / "a", "--variant", "baseline", "--max", "2")
+    second = mined_json(tmp_path / "b", "--variant", "baseline", "--max", "2")
+    assert first["classes"] == 2 and first["complete"] is False and first["errors"] == []
+    assert [c["inputs"] for c in first["cases"]] == [c["inputs"] for c in second["cases"]]
+    assert first["cases"][0]["expected"]["baseline"] == FAILS
+
+
+def test_the_explanation_names_what_matters(tmp_path):
+    (case,) = mined_json(tmp_path, "--variant", "baseline", "--max", "1")["cases"]
+    explanation = case["explanation"]
+    assert "budget1" in explanation["free"]  # the failure is at the first step
+    assert explanation["matters"]["dcp"] == 1  # one rank: every span equals its page
+    obligation = CATALOGUE[HEADLINE].trace_search
+    for name, value in explanation["matters"].items():
+        assert outcome(obligation.formula, get_variant("baseline"), {**case["inputs"], name: value}) == "holds"
+    for name in explanation["free"]:
+        assert name not in explanation["matters"]
+
+
+def test_a_custom_view_classes_by_it(tmp_path):
+    status, out, err = mine(
+        HEADLINE, "--variant", "baseline", "--max", "1", "--out", str(tmp_path), "--no-vllm",
+        "--view", "budget0 < split_block",
+    )  # fmt: skip
+    assert status == 0, err
+    (doc,) = load_corpus(tmp_path).values()
+    assert [c["view"] for c in doc["class"]] == ["budget0 < split_block"]
+    holds = doc["class"][0]["holds"]
+    assert (doc["inputs"]["budget0"] < doc["scenario"]["split_block"]) == holds
+
+
+def test_pytest_format_prints_a_test_that_passes(tmp_path):
+    status, out, err = mine(HEADLINE, "--variant", "pr457", "--max", "1", "--out", str(tmp_path), "--format", "pytest")
+    assert status == 0, err
+    assert out.startswith('"""') and "def test_" in out and "assert run('pr457') == 'fails'" in out
+    namespace: dict = {}
+    exec(compile(out, "<mined>", "exec"), namespace)
+    tests = [f for name, f in namespace.items() if name.startswith("test_")]
+    assert len(tests) == 1
+    tests[0]()
+
+
+def test_a_geometry_case(tmp_path):
+    args = [HEADLINE, "--variant", "baseline", "--geometry", "kimi-k3-tp16-dcp16", "--out", str(tmp_path)]
+    status, out, err = mine(*args, "--no-vllm")
+    assert status == 0, err
+    assert "first shared 61440" in out
+    status, out, err = mine(*args, "--no-vllm")
+    assert status == 0 and "already in the corpus" in out
+    assert len(list(tmp_path.iterdir())) == 1
+
+
+def test_size_vectors_smallest_total_first():
+    vectors = list(size_vectors(3, 2))
+    assert vectors[0] == (1, 1, 1)
+    assert vectors[1:4] == [(1, 1, 2), (1, 2, 1), (2, 1, 1)]
+    assert len(vectors) == 1 + 3 + 6
+    assert [sum(v) for v in vectors] == sorted(sum(v) for v in vectors)
+
+
+VIEW_CHECK = """
+import random, z3
+from models import arith
+from models.variants import get_variant
+from proofs.catalog import CATALOGUE
+from proofs.mining import make_views
+theorem = CATALOGUE["prefill-published-on-target-boundaries"]
+obligation = theorem.trace_search
+(view,) = make_views(theorem, obligation, ["not eagle_drop and (prompt % cadence == 0 or budget0 // 2 >= span1)"])
+variant = get_variant("pr457")
+rng = random.Random(7)
+with arith.symbolic_context() as context:
+    symbolic = {v.name: (z3.Bool(v.name) if v.kind.value == "bool" else z3.Int(v.name)) for v in obligation.variables}
+    term = view.evaluate(variant, symbolic)
+agree = 0
+for _ in range(200):
+    values = {n: (rng.random() < 0.5 if z3.is_bool(t) else rng.randint(1, 12)) for n, t in symbolic.items()}
+    solver = z3.Solver()
+    solver.add(*context.definitions, *(symbolic[n] == values[n] for n in values))
+    assert solver.check() == z3.sat
+    assert z3.is_true(solver.model().eval(term, model_completion=True)) == view.evaluate(variant, values), values
+    agree += 1
+print(agree)
+"""
+
+
+def test_a_view_reads_the_same_on_ints_and_in_z3():
+    result = subprocess.run(
+        [sys.executable, "-c", VIEW_CHECK], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "200"
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["no-such-theorem"], "unknown theorem 'no-such-theorem'"),
+        ([HEADLINE, "--variant", "nope"], "unknown variant 'nope'"),
+        ([HEADLINE, "--max", "0"], "--max: must be a positive integer, got 0"),
+        ([HEADLINE, "--max", "-3"], "--max: must be a positive integer"),
+        ([HEADLINE, "--max", "two"], "--max: expected an integer"),
+        ([HEADLINE, "--view", "budget0 <"], "not an expression"),
+        ([HEADLINE, "--view", "__import__('os').system('true')"], "Call is not allowed"),
+        ([HEADLINE, "--view", "prompt.real > 1"], "Attribute is not allowed"),
+        ([HEADLINE, "--view", "nosuch > 1"], "unknown name 'nosuch'"),
+        ([HEADLINE, "--view", "prompt / 2 == 1"], "use // for floor division"),
+        ([HEADLINE, "--view", "prompt % 0 == 1"], "division by the constant 0"),
+        ([HEADLINE, "--view", "budget0 + 1"], "a view must be a condition"),
+        ([HEADLINE, "--view", "eagle_drop + 1 > 0"], "arithmetic needs an integer"),
+        ([HEADLINE, "--view", "'text' == 'text'"], "only integers and True/False"),
+        ([HEADLINE, "--format", "xml"], "--format: expected one of text, json, pytest"),
+        ([HEADLINE, "--ladder", "-1"], "--ladder: must be a non-negative integer"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, args, fragment):
+    # In this process: each is refused before any Z3 query.
+    status = main(["mine", *args, "--out", str(tmp_path)])
+    captured = capsys.readouterr()
+    out, err = captured.out, captured.err
+    assert status == 2
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("gridproof: error: ") and fragment in err, err
+    assert not list(tmp_path.iterdir())
+
+
+def test_bad_view_from_the_shell():
+    result = gridproof("mine", HEADLINE, "--view", "import os")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+def test_view_errors_are_view_errors():
+    theorem = CATALOGUE[HEADLINE]
+    with pytest.raises(ViewError):
+        make_views(theorem, theorem.trace_search, ["eagle_drop", "eagle_drop"])
