@@ -59,6 +59,14 @@ class SymbolicContext:
                 if e.eq(x):
                     lemmas.append(z3.Implies(z3.And(rx == 0, ry == 0), y == (qy * qx) * d))
                     self._register(qy * qx, d)
+                    # Flooring by a multiple e = qx * d of d floors no higher:
+                    # for z == a*e + b, 0 <= b < e, z // d >= a * qx.
+                    for z, f, qz, _ in self._witnessed:
+                        for w, g, qw, _ in self._witnessed:
+                            if z.eq(w) and f.eq(e) and g.eq(d):
+                                lemmas.append(
+                                    z3.Implies(z3.And(rx == 0, d > 0, e > 0), z3.And(qw >= qz * qx, qz * e <= qw * d))
+                                )
         for d, quotients in self._quotients.values():
             pool = [z3.IntVal(0), *quotients]
             for a in pool:

@@ -28,7 +28,8 @@ DEFAULT_RLIMIT = 20_000_000
 # (../shared/reference/z3-encoding.md, "Finding counterexamples").
 SIZE_LADDER = ((1, 2), (1, 2, 3, 4), (1, 2, 3, 4, 6, 8, 16), (16, 128, 768, 3840, 4096, 12288))
 SPURIOUS_RETRIES = 8  # inputs excluded after a counterexample that does not replay
-CORE_RLIMIT = 300_000  # per deletion check when minimising a proof's hypotheses
+CORE_RLIMIT = 300_000  # per deletion check when minimising a proof's hypotheses, at most
+CORE_MIN_RLIMIT = 30_000
 LADDER_TRIES = 12  # concrete geometries tried per rung
 LADDER_RLIMIT = 400_000  # per try: a linear query either answers fast or is skipped
 
@@ -253,7 +254,9 @@ class _Problem:
             found = self._refute_small(case)
             if found is not None:
                 return found
+        before = self.budget.used
         answer = self.check(negated)
+        proof_cost = self.budget.used - before
         for _ in range(SPURIOUS_RETRIES):
             if answer != z3.sat:
                 break
@@ -274,17 +277,20 @@ class _Problem:
                 if found is not None:
                     return found
             return Outcome(UNKNOWN, reason=f"goal: {reason}", smt2=smt2)
-        return Outcome(PROVED, hypotheses_used=self._core(encoding, z3.Not(encoding.goal)), smt2=smt2)
+        used = self._core(encoding, z3.Not(encoding.goal), proof_cost)
+        return Outcome(PROVED, hypotheses_used=used, smt2=smt2)
 
-    def _core(self, encoding: _Encoding, negated_goal: z3.BoolRef) -> list[str]:
+    def _core(self, encoding: _Encoding, negated_goal: z3.BoolRef, proof_cost: int = CORE_RLIMIT) -> list[str]:
         """The hypotheses a proof used, minimal by deletion: drop each in
         turn and keep it out if the rest still prove the goal. Every set
-        reported was itself checked unsat; a check that does not finish
-        within CORE_RLIMIT keeps the hypothesis (sufficient, maybe not minimal)."""
+        reported was itself checked unsat. A check that does not finish within
+        a few times the proof's own cost keeps the hypothesis: the set is then
+        sufficient, though perhaps not minimal."""
+        limit = min(CORE_RLIMIT, max(CORE_MIN_RLIMIT, 3 * proof_cost))
         needed = dict(encoding.hypotheses)
         for name in list(needed):
             trial = z3.Solver()
-            trial.set("rlimit", max(min(self.budget.remaining, CORE_RLIMIT), 1))
+            trial.set("rlimit", max(min(self.budget.remaining, limit), 1))
             trial.add(*encoding.context.definitions, negated_goal)
             trial.add(*(h for n, h in needed.items() if n != name))
             if self.check(trial) == z3.unsat:

@@ -27,6 +27,9 @@ from proofs.solver import Claim
 # The split block comes from the deployment; the other scheduler inputs stay free.
 STEP_VARS = tuple(v for v in SPLIT_PARAM_VARS if v.name != "block") + SPLIT_CALL_VARS + GEOMETRY_VARS
 PUBLISH_VARS = GEOMETRY_VARS + ints("end", "tokens")
+RESTORE_VARS = (
+    tuple(v for v in SPLIT_PARAM_VARS if v.name != "block") + GEOMETRY_VARS + ints("prompt", "tokens", "position")
+)
 UNROLL_STEPS = 2
 GEOMETRY_FLAGS = ("explicit", "sharded", "sharded2")
 GEOMETRY_FLAGS = ("explicit", "sharded", "sharded2")
@@ -148,27 +151,18 @@ def restorable_below_lcp(variant, x):
     """Every checkpoint published at or below the last cacheable position is
     restored by a later request with the same tokens."""
     d, p, hypotheses = _setting(variant, x)
-    tokens = x["tokens"]
-    hypotheses.update(call_domain(x))
-    position = x["k"] * d.cadence
+    tokens, position = x["tokens"], x["position"]
     lcp = last_cacheable_position(variant, p, tokens)
     hypotheses.update(
         {
-            "a published checkpoint": arith.all_of(x["k"] >= 1, tokens >= x["prompt"], x["prompt"] >= 1),
+            "prompt within request": arith.all_of(x["prompt"] >= 1, tokens >= x["prompt"]),
+            "a published checkpoint": publishes(position, d.cadence, tokens),
             "at or below the last cacheable position": position <= lcp,
-            "draft span divides the cadence": d.cadence == x["w"] * d.draft_span,
+            "draft span divides the cadence": arith.divides(d.draft_span, d.cadence),
         }
     )
     goal = gpu_restorable(
-        position,
-        True,
-        d.target_spans,
-        (d.draft_span,),
-        p.eagle_drop,
-        p.lookahead,
-        tokens,
-        tokens,
-        x["annotated"],
+        position, True, d.target_spans, (d.draft_span,), p.eagle_drop, p.lookahead, tokens, tokens, x["annotated"]
     )
     return Claim(
         hypotheses=hypotheses,
@@ -236,7 +230,14 @@ THEOREMS = (
         "prefill",
         "A later request with the same tokens restores every checkpoint published at or below the last "
         "cacheable position, and so the last of them.",
-        (Obligation("main", STEP_VARS + ints("k", "w"), restorable_below_lcp),),
+        (
+            Obligation(
+                "main",
+                RESTORE_VARS,
+                restorable_below_lcp,
+                case_split=(*GEOMETRY_FLAGS, "annotated", "eagle_drop"),
+            ),
+        ),
     ),
     Theorem(
         "prefill-state-slot",

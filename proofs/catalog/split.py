@@ -167,7 +167,7 @@ def eagle_conversion(variant, x):
             **scheduler_domain(x),
             "EAGLE block drop": p.eagle_drop,
             "draft spans divide the cadence": arith.all_of(
-                p.block == x["w1"] * spans[0], p.block == x["w2"] * spans[1], spans[0] >= 1, spans[1] >= 1
+                spans[0] >= 1, spans[1] >= 1, arith.divides(spans[0], p.block), arith.divides(spans[1], p.block)
             ),
         },
         goal=arith.all_of(
@@ -244,6 +244,6 @@ THEOREMS = (
         "recurrent grid, at or below every annotated group's last reusable boundary, and at or above the "
         "conservative backoff.",
         eagle_conversion,
-        (*ints("draft_span", "draft_span2", size=True), *ints("w1", "w2")),
+        ints("draft_span", "draft_span2", size=True),
     ),
 )
