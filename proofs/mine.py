@@ -286,11 +286,11 @@ def _text(result, documents, written, vllm, errors) -> str:
     found_by_doc = [f for f in result.found if any(d["inputs"] == f.inputs for d in documents)]
     for i, (doc, found, w, status) in enumerate(zip(documents, found_by_doc, written, vllm, strict=True), 1):
         lines.append(f"class {i}: {class_label(found, result.views)}")
-        sizes = ", ".join(f"{k}={v}" for k, v in found.sizes.items() if v != 1) or "every size 1"
+        sizes = ", ".join(f"{k}={v}" for k, v in found.sizes.items() if v != 1)
         rest = ", ".join(f"{k}={v}" for k, v in found.inputs.items() if k not in found.sizes)
-        lines.append(f"    sizes: {sizes} (the others 1)" if found.sizes else f"    inputs: {rest}")
         if found.sizes:
-            lines.append(f"    inputs: {rest}")
+            lines.append(f"    sizes: {sizes} (the others 1)" if sizes else "    sizes: every size 1")
+        lines.append(f"    inputs: {rest}")
         if "scenario" in doc:
             lines += [f"    {line}" for line in describe_scenario(doc["scenario"])]
         e = found.explanation
