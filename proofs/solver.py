@@ -106,7 +106,7 @@ class _Budget:
     def remaining(self) -> int:
         return self.limit - self.used
 
-    def charge(self, solver: z3.Solver | None = None) -> None:
+    def charge(self) -> None:
         self.used = _resource_count() - self.start
 
 
@@ -204,7 +204,7 @@ class _Problem:
 
     def check(self, solver: z3.Solver, *extra) -> z3.CheckSatResult:
         answer = solver.check(*extra)
-        self.budget.charge(solver)
+        self.budget.charge()
         return answer
 
     def decide(self, case_split: tuple[str, ...], refute_first: bool) -> Outcome:
@@ -257,6 +257,7 @@ class _Problem:
         before = self.budget.used
         answer = self.check(negated)
         proof_cost = self.budget.used - before
+        spurious = None
         for _ in range(SPURIOUS_RETRIES):
             if answer != z3.sat:
                 break
@@ -265,11 +266,15 @@ class _Problem:
             if outcome.verdict == REFUTED:
                 return outcome
             # A model that does not replay exploits an over-approximation (the
-            # symbolic lcm): exclude exactly that input and ask again.
+            # symbolic lcm) or an encoding bug: look past it for a real
+            # counterexample, but never report the theorem proved.
+            spurious = spurious or outcome
             negated.add(z3.Or(*(encoding.inputs[v.name] != values[v.name] for v in encoding.free)))
             answer = self.check(negated)
         if answer == z3.sat:
             return self._refuted(encoding.values(negated.model()), smt2)
+        if spurious is not None:
+            return spurious
         if answer == z3.unknown:
             reason = negated.reason_unknown()
             if not refute_first:

@@ -1,0 +1,80 @@
+"""The solver's verdicts are honest: each of the five can be produced, and
+only PROVED and REFUTED-with-replay count as decided."""
+
+from models import arith
+from proofs.runner import Entry
+from proofs.solver import ERROR, PROVED, REFUTED, UNKNOWN, VACUOUS, Claim, Kind, Var, decide, replay
+
+A, B = Var("a", size=True), Var("b")
+
+
+def test_proved_names_exactly_the_hypotheses_it_used():
+    def formula(variant, x):
+        return Claim(hypotheses={"a positive": x["a"] >= 1, "b irrelevant": x["b"] >= 0}, goal=x["a"] > 0)
+
+    outcome = decide(formula, (A, B), None)
+    assert outcome.verdict == PROVED
+    assert outcome.hypotheses_used == ["a positive"]
+
+
+def test_refuted_counterexample_replays_on_the_concrete_model():
+    def formula(variant, x):
+        return Claim(hypotheses={"a positive": x["a"] >= 1}, goal=arith.divides(x["a"], 12))
+
+    outcome = decide(formula, (A,), None)
+    assert outcome.verdict == REFUTED
+    assert 12 % outcome.counterexample["a"] != 0
+    assert replay(formula, None, outcome.counterexample) == (True, "")
+
+
+def test_contradictory_hypotheses_are_vacuous_not_proved():
+    def formula(variant, x):
+        return Claim(hypotheses={"small": x["b"] < 0, "large": x["b"] > 5}, goal=x["b"] == 42)
+
+    outcome = decide(formula, (B,), None)
+    assert outcome.verdict == VACUOUS
+    assert "small" in outcome.reason and "large" in outcome.reason
+
+
+def test_unreachable_cover_goal_is_vacuous():
+    def formula(variant, x):
+        return Claim(hypotheses={"b small": x["b"] <= 3}, goal=x["b"] < 10, covers={"b large": x["b"] > 3})
+
+    assert decide(formula, (B,), None).verdict == VACUOUS
+
+
+def test_a_counterexample_that_does_not_replay_is_an_error():
+    # An encoding bug: the symbolic reading disagrees with the concrete one.
+    def formula(variant, x):
+        symbolic = arith.is_symbolic(x["b"])
+        return Claim(hypotheses={}, goal=(x["b"] != 3) if symbolic else True)
+
+    outcome = decide(formula, (B,), None)
+    assert outcome.verdict == ERROR
+    assert "does not replay" in outcome.reason
+
+
+def test_exhausted_budget_is_unknown_and_never_ok():
+    x_var, y_var = Var("x"), Var("y")
+
+    def formula(variant, x):
+        return Claim(
+            hypotheses={"positive": arith.all_of(x["x"] >= 2, x["y"] >= 2)},
+            goal=x["x"] * x["x"] * x["x"] + x["y"] * x["y"] * x["y"] != 1729 * 1000003,
+        )
+
+    outcome = decide(formula, (x_var, y_var), None, rlimit=1_000)
+    assert outcome.verdict == UNKNOWN
+    entry = Entry("t", "v", UNKNOWN, UNKNOWN, outcome.rlimit, outcome.seconds)
+    assert not entry.ok  # even when the manifest expected it
+
+
+def test_case_split_needs_every_admitted_case():
+    flag = Var("flag", Kind.BOOL)
+
+    def formula(variant, x):
+        return Claim(hypotheses={"a positive": x["a"] >= 1}, goal=arith.ite(x["flag"], x["a"] >= 1, x["a"] >= 2))
+
+    outcome = decide(formula, (A, flag), None, case_split=("flag",))
+    assert outcome.verdict == REFUTED
+    assert outcome.counterexample == {"a": 1, "flag": False}
