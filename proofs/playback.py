@@ -98,8 +98,10 @@ def expectations(obligation: Obligation, theorem: str, inputs: dict) -> dict[str
 def explicit_cadence_fix(obligation: Obligation, inputs: dict) -> dict | None:
     """The fix for a deployment: the same deployment with an explicit
     --mamba-block-size equal to the lcm of the target-attention spans, the
-    cadence pr457-guarded's check demands (baseline ignores it)."""
-    if not has_deployment(obligation):
+    cadence pr457-guarded's check demands (baseline ignores it). For a
+    prefill only: elsewhere an input may be pinned to the old cadence (a
+    published position), and the expectations per variant say what fixes it."""
+    if not is_prefill(obligation):
         return None
     derived = derive_deployment(get_variant(FIX_VARIANT), inputs)
     cadence = math.lcm(derived["span1"], derived["span2"])

@@ -124,6 +124,19 @@ def test_a_geometry_case(tmp_path):
     assert len(list(tmp_path.iterdir())) == 1
 
 
+def test_any_refuted_theorem_can_be_mined(tmp_path):
+    """A theorem that is not about a prefill: its own obligation, its Bool
+    inputs as views, replayed on the model; pr457 keeps the explicit cadence."""
+    status, out, err = mine(
+        "config-explicit-cadence-kept", "--variant", "baseline", "--max", "1", "--out", str(tmp_path)
+    )
+    assert status == 0, err
+    (doc,) = load_corpus(tmp_path).values()
+    assert doc["obligation"] == "main" and "scenario" not in doc and doc["fixes"] == []
+    assert doc["expected"]["baseline"] == FAILS and doc["expected"]["pr457"] == "holds"
+    assert replay_outcome(doc, "baseline") == FAILS
+
+
 def test_size_vectors_smallest_total_first():
     vectors = list(size_vectors(3, 2))
     assert vectors[0] == (1, 1, 1)
