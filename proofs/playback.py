@@ -620,7 +620,7 @@ def _test_function(doc: dict) -> list[str]:
         lines.append(f"    assert run({variant!r}) == {expected!r}{note}")
     for fix in doc.get("fixes", []):
         changes = ", ".join(f"{k}={v!r}" for k, v in fix["changes"].items())
-        lines.append("    # The fix: " + fix["why"] + ".")
+        lines += [f"    # {line}" for line in _wrap("The fix: " + fix["why"] + ".")]
         for variant, expected in fix["expected"].items():
             lines.append(f"    assert run({variant!r}, {changes}) == {expected!r}")
     return lines
