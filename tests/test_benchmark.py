@@ -1,0 +1,57 @@
+"""The benchmark's smoke test: `python3 -m proofs.benchmark --quick` runs every
+section and prints its figures. No timing is asserted: the figures are for
+reading, and the machine is shared."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytest.importorskip("hypothesis")
+pytest.importorskip("crosshair", reason="the benchmark's CrossHair peer needs the bench extra (crosshair-tool)")
+
+
+@pytest.fixture(scope="module")
+def quick_output() -> str:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    done = subprocess.run(
+        [sys.executable, "-m", "proofs.benchmark", "--quick", "--peer-seconds", "3"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_catalogue_figures(quick_output: str) -> None:
+    assert "catalogue (tier ci, quick: only" in quick_output
+    assert "wall time" in quick_output
+    assert "total rlimit" in quick_output
+    assert "PROVED" in quick_output and "REFUTED" in quick_output
+    assert "not as the manifest expects, or undecided: 0" in quick_output
+
+
+def test_encoding_side_by_side(quick_output: str) -> None:
+    assert "witness = quotient/remainder witnesses, naive = Z3" in quick_output
+    lines = quick_output.splitlines()
+    assert any(line.strip().startswith("witness") and "UNKNOWN" in line for line in lines)
+    assert any(line.strip().startswith("naive") and "UNKNOWN" in line for line in lines)
+
+
+def test_race_table(quick_output: str) -> None:
+    header = next(line for line in quick_output.splitlines() if line.startswith("property "))
+    for column in ("gridproof s", "Hypothesis s", "CrossHair s", "Hyp/grid", "CH/grid"):
+        assert column in header
+    assert "slot-off-by-one" in quick_output
+    assert "eagle-backoff-dropped" in quick_output
+    assert "median Hypothesis / gridproof:" in quick_output
+    assert "per mutant" in quick_output
