@@ -31,6 +31,34 @@ def initial_state_column(variant: Variant, computed, cadence):
     return arith.floordiv(computed - 1, cadence)
 
 
+def prefill_end(prompt, tokens):
+    """A request is in prefill while fewer than max(P, N - 1) tokens are
+    computed (section 5): the last token of a resumed request is decode's."""
+    return arith.maximum(prompt, tokens - 1)
+
+
+@dataclass(frozen=True)
+class Step:
+    in_prefill: object
+    requested: object
+    end: object  # the start, when the step is past the prefill's end
+    published: object
+
+
+def prefill_step(variant: Variant, params, cadence, computed, budget, prompt, tokens, split_function=None) -> Step:
+    """One scheduler step of a request's prefill, with ints or Z3 terms: it
+    requests min(budget, N - c) tokens and the split clips them. Past the
+    prefill's end the step computes nothing and publishes nothing.
+    `split_function(params, call)` replaces the model's split (conformance)."""
+    in_prefill = computed < prefill_end(prompt, tokens)
+    requested = arith.minimum(budget, tokens - computed)
+    call = SplitCall(computed=computed, requested=requested, prompt=prompt, tokens=tokens)
+    scheduled = split(variant, params, call) if split_function is None else split_function(params, call)
+    end = computed + arith.ite(in_prefill, scheduled, 0)
+    published = arith.all_of(in_prefill, scheduled > 0, publishes(end, cadence, tokens))
+    return Step(in_prefill=in_prefill, requested=requested, end=end, published=published)
+
+
 @dataclass(frozen=True)
 class Chunk:
     step: int
@@ -70,10 +98,13 @@ def run_prefill(
     prompt_tokens: int | None = None,
     output_tokens: int | None = None,
     max_steps: int = 1_000_000,
+    steps: int | None = None,
+    split_function=None,
 ) -> Trace:
     """Drive a fresh request's prefill. `budgets` is one budget per step (the
-    last repeats) or a single budget; each step schedules min(budget, N - c)
-    tokens, clipped by the split."""
+    last repeats) or a single budget. `steps` stops the run after that many
+    steps, as the catalogue's bounded unrolling does; otherwise a prefill that
+    needs more than `max_steps` is an error."""
     budgets = [budgets] if isinstance(budgets, int) else list(budgets)
     if not budgets:
         raise BudgetError("budget: at least one value is needed")
@@ -84,31 +115,35 @@ def run_prefill(
     prompt = request.prompt_tokens if prompt_tokens is None else prompt_tokens
     outputs = request.output_tokens if output_tokens is None else output_tokens
     tokens = prompt + outputs
-    prefill_end = max(prompt, tokens - 1)
     trace = Trace(plan=plan)
     computed = 0
     step = 0
-    while computed < prefill_end:
+    while computed < prefill_end(prompt, tokens) and (steps is None or step < steps):
         if step >= max_steps:
             raise BudgetError(f"prefill did not finish within {max_steps} steps")
-        budget = budgets[min(step, len(budgets) - 1)]
-        requested = min(budget, tokens - computed)
-        call = SplitCall(computed=computed, requested=requested, prompt=prompt, tokens=tokens)
-        scheduled = split(plan.variant, plan.split, call)
-        end = computed + scheduled
+        s = prefill_step(
+            plan.variant,
+            plan.split,
+            plan.cadence,
+            computed,
+            budgets[min(step, len(budgets) - 1)],
+            prompt,
+            tokens,
+            split_function,
+        )
         trace.chunks.append(
             Chunk(
                 step=step,
                 start=computed,
-                requested=requested,
-                end=end,
-                published=publishes(end, plan.cadence, tokens) and scheduled > 0,
-                column=state_column(end, plan.cadence),
+                requested=s.requested,
+                end=s.end,
+                published=s.published,
+                column=state_column(s.end, plan.cadence),
             )
         )
-        if scheduled == 0 and step >= len(budgets) - 1:
+        if s.end == computed and step >= len(budgets) - 1:
             trace.stalled_at = step  # every later step repeats this one exactly
             break
-        computed = end
+        computed = s.end
         step += 1
     return trace

@@ -29,9 +29,8 @@ from pathlib import Path
 
 from models.geometry import DRAFT, RECURRENT, TARGET, CacheGroup, Deployment, Geometry, Request, parse_geometry
 from models.plan import Plan, plan
-from models.prefill import publishes, run_prefill
+from models.prefill import Trace, run_prefill
 from models.reuse import gpu_restore, offload_restore
-from models.scheduler import SplitCall, split
 from models.variants import get_variant
 from proofs.catalog import CATALOGUE, Obligation
 from proofs.catalog.base import deployment, split_params
@@ -223,46 +222,38 @@ def scenario(obligation: Obligation, variant: str, inputs: dict) -> dict:
       runs it, the per-step budgets repeating the last: every step, the
       published states, those off a target-attention boundary;
     - `trace`: the steps the theorem's trace obligation unrolls (one per
-      budget, from a fresh request), which continue past the prefill's end
-      when it is reached first (those steps are marked `decode`), and the
+      budget, from a fresh request, none past the prefill's end), and the
       published states among them off a target boundary: the violation."""
     prefill_plan = trace_plan(variant, inputs)
     budgets = budgets_of(inputs)
     prompt, tokens = inputs["prompt"], inputs["tokens"]
     run = run_prefill(prefill_plan, budgets, prompt_tokens=prompt, output_tokens=tokens - prompt)
+    trace = run_prefill(prefill_plan, budgets, prompt_tokens=prompt, output_tokens=tokens - prompt, steps=len(budgets))
     spans = list(prefill_plan.target_spans)
-    cadence = prefill_plan.cadence
-
-    def off(positions):
-        return [p for p in positions if any(p % s for s in spans)]
-
-    steps = unrolled_steps(prefill_plan.variant, prefill_plan.split, budgets, prompt, tokens)
-    prefill_end = max(prompt, tokens - 1)
-    published = [end for _, _, _, end in steps if publishes(end, cadence, tokens)]
     return {
-        "cadence": cadence,
+        "cadence": prefill_plan.cadence,
         "split_block": prefill_plan.split.block,
         "target_spans": spans,
         "prompt": prompt,
         "tokens": tokens,
         "budgets": budgets,
-        "prefill": {
-            "steps": [[c.step, c.start, c.requested, c.end] for c in run.chunks],
-            "published": run.published,
-            "off_target": off(run.published),
-        },
-        "trace": {
-            "steps": [[*step, "prefill" if step[1] < prefill_end else "decode"] for step in steps],
-            "published": published,
-            "off_target": off(published),
-        },
+        "prefill": _steps_and_published(run, spans),
+        "trace": _steps_and_published(trace, spans),
+    }
+
+
+def _steps_and_published(trace: Trace, spans: list[int]) -> dict:
+    return {
+        "steps": [[c.step, c.start, c.requested, c.end] for c in trace.chunks],
+        "published": trace.published,
+        "off_target": [p for p in trace.published if any(p % s for s in spans)],
     }
 
 
 def describe_scenario(s: dict) -> list[str]:
     """The scenario in two lines of words."""
     trace = s["trace"]
-    ends = ", ".join(f"{end}" + (" (decode)" if phase == "decode" else "") for _, _, _, end, phase in trace["steps"])
+    ends = ", ".join(str(end) for _, _, _, end in trace["steps"])
     return [
         f"deployment: cadence {s['cadence']}, split grid {s['split_block']}, target spans {s['target_spans']}; "
         f"prompt {s['prompt']}, tokens {s['tokens']}, budgets {s['budgets']}",
@@ -282,20 +273,6 @@ def _short(values: list[int]) -> str:
         + ", ".join(map(str, values[-2:]))
         + "]"
     )
-
-
-def unrolled_steps(variant, p, budgets: list[int], prompt: int, tokens: int, split_function=None) -> list[list[int]]:
-    """[step, start, requested, end] for each budget from a fresh request, the
-    way the catalogue's trace obligation drives the split: min(budget, N - c)
-    requested, no stop at the prefill's end. `split_function(p, call)`
-    defaults to the model's split."""
-    computed, steps = 0, []
-    for i, budget in enumerate(budgets):
-        call = SplitCall(computed=computed, requested=min(budget, tokens - computed), prompt=prompt, tokens=tokens)
-        scheduled = split(variant, p, call) if split_function is None else split_function(p, call)
-        steps.append([i, computed, call.requested, computed + scheduled])
-        computed += scheduled
-    return steps
 
 
 # --- the real vLLM 0.33.0 ---------------------------------------------------------------------
@@ -354,16 +331,24 @@ def check_real_vllm(doc: dict, real) -> list[int]:
             f"{where}: the real vLLM split takes prefill steps {prefill}, the model {s['prefill']['steps']}: "
             "the model and vLLM 0.33.0 disagree"
         )
-    trace = unrolled_steps(None, p, s["budgets"], prompt, tokens, split_function=split.split)
-    if trace != [step[:4] for step in s["trace"]["steps"]]:
+    prefill_plan = trace_plan(doc["variant"], inputs)
+    trace = run_prefill(
+        prefill_plan,
+        s["budgets"],
+        prompt_tokens=prompt,
+        output_tokens=tokens - prompt,
+        steps=len(s["budgets"]),
+        split_function=split.split,
+    )
+    got = _steps_and_published(trace, s["target_spans"])
+    if got["steps"] != s["trace"]["steps"]:
         raise PlaybackError(
-            f"{where}: the real vLLM split takes trace steps {trace}, the model {s['trace']['steps']}: "
+            f"{where}: the real vLLM split takes trace steps {got['steps']}, the model {s['trace']['steps']}: "
             "the model and vLLM 0.33.0 disagree"
         )
-    published = [end for _, _, _, end in trace if publishes(end, s["cadence"], tokens)]
-    off = [position for position in published if any(position % span for span in s["target_spans"])]
+    off = got["off_target"]
     if not off:
-        raise PlaybackError(f"{where}: the real vLLM split publishes {published}, all on the target boundaries")
+        raise PlaybackError(f"{where}: the real vLLM split publishes {got['published']}, all on the target boundaries")
     return off
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from models import arith
 from models.config import guard_accepts
-from models.prefill import initial_state_column, publishes, state_column
+from models.prefill import initial_state_column, prefill_step, publishes, state_column
 from models.reuse import gpu_restorable
 from models.scheduler import SplitCall, last_cacheable_position, max_prefill_tokens, split
 from proofs.catalog.base import (
@@ -31,7 +31,6 @@ RESTORE_VARS = (
     tuple(v for v in SPLIT_PARAM_VARS if v.name != "block") + GEOMETRY_VARS + ints("prompt", "tokens", "position")
 )
 UNROLL_STEPS = 2
-GEOMETRY_FLAGS = ("explicit", "sharded", "sharded2")
 GEOMETRY_FLAGS = ("explicit", "sharded", "sharded2")
 TRACE_VARS = (
     tuple(v for v in SPLIT_PARAM_VARS if v.name != "block")
@@ -103,19 +102,16 @@ def guard_weakest(variant, x):
 
 
 def published_on_targets_trace(variant, x):
-    """Fresh request, UNROLL_STEPS steps of the given budgets."""
+    """Fresh request, UNROLL_STEPS steps of the given budgets; a step past
+    the prefill's end does nothing (models.prefill.prefill_step)."""
     d, p, hypotheses = _setting(variant, x)
     hypotheses["prompt within request"] = arith.all_of(x["prompt"] >= 1, x["tokens"] >= x["prompt"])
     hypotheses["budgets positive"] = arith.all_in(x[f"budget{i}"] >= 1 for i in range(UNROLL_STEPS))
     computed, holds = 0, True
-    prompt, tokens = x["prompt"], x["tokens"]
     for i in range(UNROLL_STEPS):
-        requested = arith.minimum(x[f"budget{i}"], tokens - computed)
-        end = computed + split(
-            variant, p, SplitCall(computed=computed, requested=requested, prompt=prompt, tokens=tokens)
-        )
-        holds = arith.all_of(holds, _aligned_if_published(end, d, tokens))
-        computed = end
+        step = prefill_step(variant, p, d.cadence, computed, x[f"budget{i}"], x["prompt"], x["tokens"])
+        holds = arith.all_of(holds, arith.implies(step.published, _on_targets(step.end, d.target_spans)))
+        computed = step.end
     return Claim(hypotheses=hypotheses, goal=holds)
 
 

@@ -12,29 +12,12 @@ from conformance.generation import generated
 from models.geometry import builtin_geometry_names, load_geometry
 from models.plan import plan
 from models.prefill import run_prefill
-from models.scheduler import SplitCall, SplitParams
+from models.scheduler import SplitParams
 from models.variants import BASELINE
 
 EXAMPLES = 100
 TRACES_PER_EXAMPLE = 16
 STEPS_PER_TRACE = 150  # prompts are sized so a prefill takes about this many steps at most
-
-
-def real_steps(real_split, p: SplitParams, budgets, prompt: int, outputs: int) -> list[tuple]:
-    """(step, start, requested, end) of each step, as `run_prefill` drives the split:
-    requested = min(budget, N - c) until c >= max(P, N - 1); a step that makes no
-    progress once the budget no longer changes ends it (every later one repeats it)."""
-    tokens = prompt + outputs
-    steps, computed, step = [], 0, 0
-    while computed < max(prompt, tokens - 1):
-        requested = min(budgets[min(step, len(budgets) - 1)], tokens - computed)
-        scheduled = real_split.split(p, SplitCall(computed=computed, requested=requested, prompt=prompt, tokens=tokens))
-        steps.append((step, computed, requested, computed + scheduled))
-        if scheduled == 0 and step >= len(budgets) - 1:
-            break
-        computed += scheduled
-        step += 1
-    return steps
 
 
 # A real baseline plan whose split parameters each case replaces: `run_prefill`
@@ -43,9 +26,22 @@ def real_steps(real_split, p: SplitParams, budgets, prompt: int, outputs: int) -
 _BASE_PLAN = plan(BASELINE, load_geometry(builtin_geometry_names()[0]))
 
 
-def model_steps(p: SplitParams, budgets, prompt: int, outputs: int) -> list[tuple]:
-    trace = run_prefill(replace(_BASE_PLAN, split=p), budgets, prompt_tokens=prompt, output_tokens=outputs)
+def prefill_steps(p: SplitParams, budgets, prompt: int, outputs: int, split_function=None) -> list[tuple]:
+    """(step, start, requested, end) of each step as `run_prefill` drives the
+    split: the model's, or `split_function(p, call)` in its place."""
+    plan_with_split = replace(_BASE_PLAN, split=p)
+    trace = run_prefill(
+        plan_with_split, budgets, prompt_tokens=prompt, output_tokens=outputs, split_function=split_function
+    )
     return [(c.step, c.start, c.requested, c.end) for c in trace.chunks]
+
+
+def real_steps(real_split, p: SplitParams, budgets, prompt: int, outputs: int) -> list[tuple]:
+    return prefill_steps(p, budgets, prompt, outputs, split_function=real_split.split)
+
+
+def model_steps(p: SplitParams, budgets, prompt: int, outputs: int) -> list[tuple]:
+    return prefill_steps(p, budgets, prompt, outputs)
 
 
 def compare_prefill(real_split, p: SplitParams, budgets, prompt: int, outputs: int) -> None:

@@ -92,6 +92,17 @@ def test_the_model_runs_the_recorded_prefill(doc):
     assert got["trace"]["off_target"], "the trace obligation's violation, read with ints"
 
 
+@pytest.mark.parametrize("doc", cases(lambda d: d["theorem"] == HEADLINE and "scenario" in d))
+def test_the_trace_is_the_start_of_the_whole_prefill(doc):
+    """The trace obligation's steps are the prefill's first steps and stop at
+    its end: a violation it finds is one the whole prefill commits."""
+    s = doc["scenario"]
+    prefill_end = max(s["prompt"], s["tokens"] - 1)
+    assert all(start < prefill_end for _, start, _, _ in s["trace"]["steps"])
+    assert s["trace"]["steps"] == s["prefill"]["steps"][: len(s["trace"]["steps"])]
+    assert set(s["trace"]["off_target"]) <= set(s["prefill"]["off_target"])
+
+
 @pytest.fixture(scope="module")
 def vllm():
     real = real_vllm()
