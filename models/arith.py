@@ -47,6 +47,13 @@ class SymbolicContext:
         self._counter = 0
 
     @property
+    def witness_definitions(self) -> list[z3.BoolRef]:
+        """The witness definitions without the derived lemmas. The lemmas are
+        valid, so leaving them out changes no model; they multiply two
+        quotients, which would make a fixed-geometry query nonlinear again."""
+        return list(self._definitions)
+
+    @property
     def definitions(self) -> list[z3.BoolRef]:
         """The witness definitions, and for every two quotients by the same
         divisor the monotonicity of multiplication by it: q < q' implies

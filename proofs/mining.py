@@ -234,15 +234,6 @@ def objective_order(obligation: Obligation) -> list[str]:
     return budgets + tokens + rest + bools
 
 
-def _witness_definitions(context) -> list:
-    """The witness definitions without the derived lemmas: the lemmas are
-    valid, so leaving them out changes no model, and they multiply two
-    quotients, which makes a fixed-geometry query nonlinear again."""
-    if hasattr(context, "_definitions"):
-        return list(context._definitions)
-    return list(context.definitions)
-
-
 def _rlimit_count() -> int:
     probe = z3.Solver()
     probe.check()
@@ -398,7 +389,7 @@ class Miner:
         """The lexicographically smallest counterexample outside `seen` at
         this geometry, or 'unsat' / 'unknown'."""
         constraints = [
-            *_witness_definitions(encoding.context),
+            *encoding.context.witness_definitions,
             *encoding.hypotheses.values(),
             z3.Not(encoding.goal),
             *(z3.Not(z3.And(*(t == v for t, v in zip(terms, cls, strict=True)))) for cls in seen),
@@ -511,7 +502,7 @@ class Miner:
         x = encoding.inputs[name]
         solver = z3.Optimize()
         solver.set("rlimit", EXPLAIN_RLIMIT)
-        solver.add(*_witness_definitions(encoding.context), *encoding.hypotheses.values(), encoding.goal, *pins)
+        solver.add(*encoding.context.witness_definitions, *encoding.hypotheses.values(), encoding.goal, *pins)
         distance = x - values[name]
         solver.minimize(z3.If(distance >= 0, distance, -distance))
         answer = solver.check()
@@ -523,7 +514,7 @@ class Miner:
         if answer == z3.unsat:
             other = z3.Solver()
             other.set("rlimit", EXPLAIN_RLIMIT)
-            other.add(*_witness_definitions(encoding.context), *encoding.hypotheses.values(), *pins)
+            other.add(*encoding.context.witness_definitions, *encoding.hypotheses.values(), *pins)
             return "pinned" if other.check(x != values[name]) == z3.unsat else None
         return self._sweep(obligation, values, name)
 
