@@ -45,6 +45,7 @@ class SymbolicContext:
         self._quotients: dict[int, tuple[z3.ArithRef, list[z3.ArithRef]]] = {}
         self._witnessed: list[tuple[z3.ArithRef, z3.ArithRef, z3.ArithRef, z3.ArithRef]] = []
         self._counter = 0
+        self._cached_definitions: tuple[tuple[int, int], list[z3.BoolRef]] | None = None
 
     @property
     def witness_definitions(self) -> list[z3.BoolRef]:
@@ -58,7 +59,11 @@ class SymbolicContext:
         """The witness definitions, and for every two quotients by the same
         divisor the monotonicity of multiplication by it: q < q' implies
         q*d + d <= q'*d for d > 0. Valid for all integers; it hands the solver
-        the one nonlinear step that block-grid reasoning keeps needing."""
+        the one nonlinear step that block-grid reasoning keeps needing.
+        Built once per set of divisions: the lemma families are quadratic
+        and quartic in their number, and a proof reads them many times."""
+        if self._cached_definitions is not None and self._cached_definitions[0] == self._division_count():
+            return self._cached_definitions[1]
         lemmas = []
         # Divisibility is transitive: d | x and x | y give y == (q_y * q_x) * d.
         for x, d, qx, rx in self._witnessed:
@@ -80,7 +85,14 @@ class SymbolicContext:
                 for b in pool:
                     if a is not b and not a.eq(b):
                         lemmas.append(z3.Implies(z3.And(d > 0, a < b), a * d + d <= b * d))
-        return self._definitions + lemmas
+        result = self._definitions + lemmas
+        # Keyed after the transitivity products above are registered: reading
+        # again with nothing new registered builds the same list.
+        self._cached_definitions = (self._division_count(), result)
+        return result
+
+    def _division_count(self) -> tuple[int, int]:
+        return len(self._definitions), sum(len(q) for _, q in self._quotients.values())
 
     def _register(self, q: z3.ArithRef, d: z3.ArithRef) -> None:
         if z3.is_int_value(d):
@@ -232,6 +244,14 @@ def cdiv(x, d):
 
 def round_down(x, d):
     return floordiv(x, d) * d
+
+
+def multiple(k, d):
+    """k * d, a point of d's grid: the symbolic reading hands the solver the
+    same monotonicity lemmas for k as for every quotient by d."""
+    if is_symbolic(k, d):
+        _context()._register(_term(k), _term(d))
+    return k * d
 
 
 def divides(d, x):

@@ -120,17 +120,20 @@ def decide(
     seed: int | None = None,
     case_split: Sequence[str] = (),
     naive: bool = False,
+    lemmas: bool = True,
 ) -> Outcome:
     """PROVED, REFUTED (replayed), UNKNOWN, VACUOUS or ERROR for one obligation.
 
     `case_split` names Bool inputs to enumerate: each case substitutes its
     values before encoding, so the model's branches on them vanish. PROVED
     needs every case that the hypotheses admit to be PROVED. `naive` encodes
-    division with Z3's own div and mod, for the benchmark only."""
+    division with Z3's own div and mod, for the benchmark only. `lemmas`
+    False leaves the derived lemma families out (sound either way: they are
+    valid facts, and some goals close sooner without them)."""
     started = time.perf_counter()
     budget = _Budget(rlimit)
     try:
-        problem = _Problem(formula, tuple(variables), variant, frozenset(drop), seed, budget, naive)
+        problem = _Problem(formula, tuple(variables), variant, frozenset(drop), seed, budget, naive, lemmas)
         outcome = problem.decide(tuple(case_split), refute_first)
     except Exception as error:  # an encoding bug must surface as ERROR, never as a verdict
         outcome = Outcome(ERROR, reason=f"{type(error).__name__}: {error}")
@@ -169,15 +172,19 @@ class _Encoding:
         self.goal = z3.And(_bool(self.claim.goal), *context.obligations)
         self.problem = problem
 
-    def solver(self, tracked: bool, limit: int | None = None) -> z3.Solver:
+    def solver(self, tracked: bool, limit: int | None = None, only: set[str] | None = None) -> z3.Solver:
+        """Definitions and hypotheses (those named in `only`, or all) asserted, rlimit set."""
         budget = self.problem.budget
         solver = z3.Solver()
         solver.set("rlimit", max(min(budget.remaining, limit or budget.remaining), 1))
         solver.set("core.minimize", True)
         if self.problem.seed is not None:
             solver.set("random_seed", self.problem.seed)
-        solver.add(*self.context.definitions)
+        lemmas = self.problem.lemmas
+        solver.add(*(self.context.definitions if lemmas else self.context.witness_definitions))
         for name, h in self.hypotheses.items():
+            if only is not None and name not in only:
+                continue
             if tracked:
                 solver.assert_and_track(h, z3.Bool(f"hyp:{name}"))
             else:
@@ -201,6 +208,7 @@ class _Problem:
     seed: int | None
     budget: _Budget
     naive: bool = False
+    lemmas: bool = True
 
     def check(self, solver: z3.Solver, *extra) -> z3.CheckSatResult:
         answer = solver.check(*extra)
@@ -218,7 +226,7 @@ class _Problem:
         for values in itertools.product((False, True), repeat=len(case_split)):
             case = dict(zip(case_split, values, strict=True))
             label = f"case {', '.join(f'{k}={v}' for k, v in case.items())}: " if case else ""
-            out = self._decide_case(case, refute_first)
+            out = self._decide_case(case, refute_first, used)
             if out.verdict == VACUOUS and case:
                 continue  # the hypotheses exclude this case
             admitted += 1
@@ -234,7 +242,7 @@ class _Problem:
             return covers
         return Outcome(PROVED, hypotheses_used=sorted(used), smt2=smt2)
 
-    def _decide_case(self, case: dict, refute_first: bool) -> Outcome:
+    def _decide_case(self, case: dict, refute_first: bool, known_needed: set[str] = frozenset()) -> Outcome:
         encoding = _Encoding(self, case)
         # Vacuity: hypotheses that contradict each other prove anything.
         if self._search(case, lambda e: z3.BoolVal(True)) is None:
@@ -282,22 +290,27 @@ class _Problem:
                 if found is not None:
                     return found
             return Outcome(UNKNOWN, reason=f"goal: {reason}", smt2=smt2)
-        used = self._core(encoding, z3.Not(encoding.goal), proof_cost)
+        used = self._core(encoding, z3.Not(encoding.goal), proof_cost, known_needed)
         return Outcome(PROVED, hypotheses_used=used, smt2=smt2)
 
-    def _core(self, encoding: _Encoding, negated_goal: z3.BoolRef, proof_cost: int = CORE_RLIMIT) -> list[str]:
+    def _core(
+        self,
+        encoding: _Encoding,
+        negated_goal: z3.BoolRef,
+        proof_cost: int = CORE_RLIMIT,
+        known_needed: set[str] = frozenset(),
+    ) -> list[str]:
         """The hypotheses a proof used, minimal by deletion: drop each in
         turn and keep it out if the rest still prove the goal. Every set
         reported was itself checked unsat. A check that does not finish within
         a few times the proof's own cost keeps the hypothesis: the set is then
-        sufficient, though perhaps not minimal."""
+        sufficient, though perhaps not minimal. `known_needed` (an earlier
+        case's core, which the reported union holds anyway) is kept unchecked."""
         limit = min(CORE_RLIMIT, max(CORE_MIN_RLIMIT, 3 * proof_cost))
         needed = dict(encoding.hypotheses)
-        for name in list(needed):
-            trial = z3.Solver()
-            trial.set("rlimit", max(min(self.budget.remaining, limit), 1))
-            trial.add(*encoding.context.definitions, negated_goal)
-            trial.add(*(h for n, h in needed.items() if n != name))
+        for name in [n for n in needed if n not in known_needed]:
+            trial = encoding.solver(tracked=False, limit=limit, only=set(needed) - {name})
+            trial.add(negated_goal)
             if self.check(trial) == z3.unsat:
                 del needed[name]
         return sorted(needed)

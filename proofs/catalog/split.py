@@ -137,7 +137,7 @@ def no_jump(variant, x):
             "request within budget": call.requested <= max_prefill_tokens(p),
             "a multiple of the cadence": k >= 1,
         },
-        goal=arith.negate(arith.all_of(start < k * p.block, k * p.block < end)),
+        goal=arith.negate(arith.all_of(start < arith.multiple(k, p.block), arith.multiple(k, p.block) < end)),
     )
 
 
