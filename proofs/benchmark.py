@@ -102,6 +102,9 @@ def bench_catalogue(tier: str, theorems: tuple[str, ...] | None) -> None:
     print(f"  total rlimit  {rlimit:,}")
     print(f"  entries       {len(entries)} ({count_verdicts(e['verdict'] for e in entries)})")
     print(f"  not as the manifest expects, or undecided: {bad}")
+    for e in entries:
+        if not e["ok"]:
+            print(f"    {e['theorem']} / {e['variant']}: {e['verdict']} (expected {e['expected']}) {e['reason'][:100]}")
     slowest = sorted(entries, key=lambda e: -e["seconds"])[:3]
     print("  slowest: " + "; ".join(f"{e['theorem']} / {e['variant']} {e['seconds']:.1f} s" for e in slowest))
     print()
@@ -113,7 +116,7 @@ def bench_catalogue(tier: str, theorems: tuple[str, ...] | None) -> None:
 def bench_encoding(theorems: tuple[str, ...] | None, tier: str = "ci") -> None:
     runs = [r for r in plan_runs(load_manifest(), None, None, tier) if theorems is None or r.theorem.name in theorems]
     rows = [("theorem / variant", "obligation", "expected", "witness", "rlimit", "s", "naive", "rlimit", "s")]
-    totals = {False: [0, 0.0, []], True: [0, 0.0, []]}
+    totals = {False: [0, 0.0, [], 0], True: [0, 0.0, [], 0]}
     for run in runs:
         variant = get_variant(run.variant)
         for o in run.theorem.obligations:
@@ -127,20 +130,25 @@ def bench_encoding(theorems: tuple[str, ...] | None, tier: str = "ci") -> None:
                     refute_first=run.expected == REFUTED,
                     case_split=o.case_split,
                     naive=naive,
+                    lemmas=o.lemmas,
                 )
                 total = totals[naive]
                 total[0] += out.rlimit
                 total[1] += out.seconds
                 total[2].append(out.verdict)
+                total[3] += out.verdict != run.expected
                 cells += [out.verdict, f"{out.rlimit:,}", seconds(out.seconds)]
             rows.append((f"{run.theorem.name} / {run.variant}", o.name, run.expected, *cells))
     print(f"encoding: the same {len(rows) - 1} {tier}-tier obligations, the same budget (the manifest's rlimit) and")
     print("refute-first choice as the runner; witness = quotient/remainder witnesses, naive = Z3 `/` and `%`")
     print(table(rows, right={4, 5, 7, 8}))
     for naive, name in ((False, "witness"), (True, "naive")):
-        rlimit, secs, verdicts = totals[naive]
+        rlimit, secs, verdicts, differ = totals[naive]
         unknown = verdicts.count(UNKNOWN)
-        print(f"  {name:8} {secs:7.1f} s  rlimit {rlimit:>13,}  {unknown} UNKNOWN  ({count_verdicts(verdicts)})")
+        print(
+            f"  {name:8} {secs:7.1f} s  rlimit {rlimit:>13,}  {unknown} UNKNOWN  ({count_verdicts(verdicts)}); "
+            f"{differ} not the expected verdict"
+        )
     w, n = totals[False], totals[True]
     if w[1] > 0 and w[0] > 0:
         print(f"  naive / witness: {n[1] / w[1]:.1f}x the seconds, {n[0] / w[0]:.1f}x the rlimit")
@@ -198,7 +206,13 @@ def gridproof_refute(prop: Property) -> tuple[Search, float]:
     decides the step lemma before the trace search."""
     o = prop.obligation
     out = decide(
-        o.formula, o.variables, get_variant(prop.variant), prop.rlimit, refute_first=True, case_split=o.case_split
+        o.formula,
+        o.variables,
+        get_variant(prop.variant),
+        prop.rlimit,
+        refute_first=True,
+        case_split=o.case_split,
+        lemmas=o.lemmas,
     )
     found = out.verdict == REFUTED
     note = "" if found else f"{out.verdict}: {out.reason[:80]}"

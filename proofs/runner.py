@@ -109,7 +109,14 @@ def run_theorem(
         (
             o,
             decide(
-                o.formula, o.variables, variant, rlimit, refute_first=refute_first, seed=seed, case_split=o.case_split
+                o.formula,
+                o.variables,
+                variant,
+                rlimit,
+                refute_first=refute_first,
+                seed=seed,
+                case_split=o.case_split,
+                lemmas=o.lemmas,
             ),
         )
         for o in theorem.obligations
@@ -140,6 +147,7 @@ def run_theorem(
                     refute_first=True,
                     seed=seed,
                     case_split=o.case_split,
+                    lemmas=o.lemmas,
                 )
                 for o in theorem.obligations
             ]
@@ -244,8 +252,12 @@ def plan_runs(manifest: dict[str, Expectation], theorem: str | None, variant: st
 
 
 def progress(message: str) -> None:
+    """One status line: rewritten in place on a terminal, a line of its own
+    in a log (CI), where the empty message that clears it prints nothing."""
     if sys.stderr.isatty():
         print(f"\r\033[K{message}", end="", file=sys.stderr, flush=True)
+    elif message:
+        print(message, file=sys.stderr, flush=True)
 
 
 __all__ = ["Entry", "Outcome", "VARIANTS", "load_manifest", "plan_runs", "run_theorem"]

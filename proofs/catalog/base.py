@@ -16,6 +16,7 @@ class Obligation:
     variables: tuple[Var, ...]
     formula: Formula
     case_split: tuple[str, ...] = ()  # Bool inputs decided case by case
+    lemmas: bool = True  # the derived lemma families (models/arith.py) beside the witnesses
 
 
 @dataclass(frozen=True)
