@@ -81,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"Z3 resource budget per obligation, for every theorem (default: the manifest's, else {DEFAULT_RLIMIT})",
     )
     prove.add_argument("--json", action="store_true", help="print the result as JSON")
+    prove.add_argument("--jobs", help="obligations decided at once, one process each (default: one per core)")
     add_evidence_arguments(prove)
     prove.set_defaults(run=cmd_prove)
     add_report_parser(sub)
@@ -95,10 +96,17 @@ def cmd_prove(args: argparse.Namespace) -> int:
     if args.tier not in ("ci", "slow", "all"):
         raise UsageError(f"--tier: expected ci, slow or all, got {args.tier!r}")
     seed = _seed(args.seed)
+    jobs = _positive("--jobs", args.jobs)
     if args.report_dir or args.against or args.seeds:
-        return cmd_prove_with_evidence(args, rlimit, seed)
+        return cmd_prove_with_evidence(args, rlimit, seed, jobs)
     return prove(
-        theorem=args.theorem, variant=args.variant, tier=args.tier, rlimit=rlimit, as_json=args.json, seed=seed
+        theorem=args.theorem,
+        variant=args.variant,
+        tier=args.tier,
+        rlimit=rlimit,
+        as_json=args.json,
+        seed=seed,
+        jobs=jobs,
     )
 
 
@@ -164,7 +172,7 @@ def _percent(name: str, text: str) -> float:
     return value
 
 
-def cmd_prove_with_evidence(args: argparse.Namespace, rlimit: int | None, seed: int | None) -> int:
+def cmd_prove_with_evidence(args: argparse.Namespace, rlimit: int | None, seed: int | None, jobs: int | None) -> int:
     from pathlib import Path
 
     from proofs.report.evidence import prove_with_evidence
@@ -182,6 +190,7 @@ def cmd_prove_with_evidence(args: argparse.Namespace, rlimit: int | None, seed: 
         against=Path(args.against) if args.against else None,
         rlimit_growth=growth,
         seeds=seeds,
+        jobs=jobs,
     )
 
 

@@ -45,12 +45,17 @@ def render(result: dict, fmt: str) -> str:
     raise ReportError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
 
 
+def check_report_dir(directory: Path) -> None:
+    """Before a run: a report directory that cannot be one fails at once."""
+    if directory.exists() and not directory.is_dir():
+        raise ReportError(f"--report-dir: {directory} exists and is not a directory")
+
+
 def write_report_dir(result: dict, entries, directory: Path) -> list[Path]:
     """result.json, every rendering, and smt2/ with one file per obligation of the live `entries`."""
     from proofs.report.smt2 import write_smt2
 
-    if directory.exists() and not directory.is_dir():
-        raise ReportError(f"--report-dir: {directory} exists and is not a directory")
+    check_report_dir(directory)
     try:
         directory.mkdir(parents=True, exist_ok=True)
         written = [directory / "result.json"]
@@ -65,4 +70,13 @@ def write_report_dir(result: dict, entries, directory: Path) -> list[Path]:
     return written
 
 
-__all__ = ["FORMATS", "REPORT_FILES", "ReportError", "check_result", "load_result", "render", "write_report_dir"]
+__all__ = [
+    "FORMATS",
+    "REPORT_FILES",
+    "ReportError",
+    "check_report_dir",
+    "check_result",
+    "load_result",
+    "render",
+    "write_report_dir",
+]

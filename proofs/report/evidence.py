@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from proofs.prove import render_table, run_catalogue
-from proofs.report import load_result, write_report_dir
+from proofs.report import check_report_dir, load_result, write_report_dir
 from proofs.report.diff import compare
 from proofs.report.seeds import brittleness, render_brittleness
 
@@ -24,16 +24,19 @@ def prove_with_evidence(
     against: Path | None = None,
     rlimit_growth: float = 50.0,
     seeds: int = 0,
+    jobs: int | None = None,
 ) -> int:
     old = load_result(against) if against is not None else None  # a bad file stops here, before the run
-    result, entries = run_catalogue(theorem, variant, tier, rlimit, seed)
+    if report_dir is not None:
+        check_report_dir(report_dir)
+    result, entries = run_catalogue(theorem, variant, tier, rlimit, seed, jobs)
     status = 1 if result["failures"] or not entries else 0
     after: list[str] = []
 
     if seeds:
         seeded = {}
         for s in range(1, seeds + 1):
-            rerun, _ = run_catalogue(theorem, variant, tier, rlimit, s)
+            rerun, _ = run_catalogue(theorem, variant, tier, rlimit, s, jobs)
             seeded[s] = rerun["entries"]
         report = brittleness(result["entries"], seeded)
         result["brittleness"] = report
