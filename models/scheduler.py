@@ -109,19 +109,26 @@ def _strictly_inside(variant: Variant, start, stop, end):
     return arith.all_of(start < stop, stop < end)
 
 
+def internal_checkpoint(p: SplitParams, call: SplitCall):
+    """Whether the backend exports an internal checkpoint in the requested
+    chunk: it reaches the prefill's end and VALID holds at CP."""
+    end = call.start + call.requested
+    checkpoint_block = arith.ite(p.partial_hits, p.hash_block, p.sched_block)
+    cp = checkpoint_position(call.prefill_end, checkpoint_block, p.eagle_drop, p.lookahead)
+    return arith.all_of(
+        p.checkpoint_blocks,
+        end >= call.prefill_end,
+        checkpoint_valid(call.start, end, cp, p.hash_block, p.block, p.checkpoint_alignment),
+    )
+
+
 def split(variant: Variant, p: SplitParams, call: SplitCall):
     """The number of tokens to schedule: `requested`, clipped so the chunk ends
     where recurrent state must be checkpointed."""
     start, prefill_end, block = call.start, call.prefill_end, p.block
     lcp = last_cacheable_position(variant, p, call.tokens)
-    checkpoint_block = arith.ite(p.partial_hits, p.hash_block, p.sched_block)
     end = start + call.requested
-    cp = checkpoint_position(prefill_end, checkpoint_block, p.eagle_drop, p.lookahead)
-    internal = arith.all_of(
-        p.checkpoint_blocks,
-        end >= prefill_end,
-        checkpoint_valid(start, end, cp, p.hash_block, block, p.checkpoint_alignment),
-    )
+    internal = internal_checkpoint(p, call)
     lcp = arith.ite(internal, 0, lcp)
 
     aligned_end = arith.round_down(end, block)

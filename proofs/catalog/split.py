@@ -4,7 +4,13 @@ input and flag free (vllm-align-mode.md section 7, T1-T4, T6, T10)."""
 from __future__ import annotations
 
 from models import arith
-from models.scheduler import checkpoint_position, last_cacheable_position, max_prefill_tokens, split
+from models.scheduler import (
+    checkpoint_position,
+    internal_checkpoint,
+    last_cacheable_position,
+    max_prefill_tokens,
+    split,
+)
 from models.variants import BASELINE
 from proofs.catalog.base import (
     SPLIT_CALL_VARS,
@@ -22,13 +28,6 @@ VARS = SPLIT_PARAM_VARS + SPLIT_CALL_VARS
 
 
 def _one_call(variant, x):
-    if "start_blocks" in x:
-        # start = a * block + o, 0 <= o < block: the start's grid position as a
-        # witness (../shared/reference/z3-encoding.md), stated in _start_witness.
-        x = dict(
-            x,
-            computed=x["start_blocks"] * x["block"] + x["start_offset"] - x["local_hit"] - x["external_hit"],
-        )
     p, call = split_params(x), split_call(x)
     return p, call, split(variant, p, call)
 
@@ -123,22 +122,34 @@ def grid_landing(variant, x):
     )
 
 
+def _no_jump_setting(variant, x):
+    p, call, r = _one_call(variant, x)
+    hypotheses = {
+        **scheduler_domain(x),
+        "in prefill": _in_prefill(call),
+        "cadence exceeds budget": p.block > max_prefill_tokens(p),
+        "request within budget": call.requested <= max_prefill_tokens(p),
+    }
+    return p, call, r, hypotheses
+
+
+def no_internal_checkpoint_below_cadence(variant, x):
+    """Lemma for no-jump: a chunk shorter than the cadence never exports an
+    internal checkpoint (its VALID needs a state column past the initial one)."""
+    p, call, _, hypotheses = _no_jump_setting(variant, x)
+    return Claim(hypotheses=hypotheses, goal=arith.negate(internal_checkpoint(p, call)))
+
+
 def no_jump(variant, x):
     """With the cadence above the budget, no chunk passes over a multiple of
-    the cadence: every multiple on the way is a chunk end."""
-    p, call, r = _one_call(variant, x)
+    the cadence: every multiple on the way is a chunk end. The lemma above
+    discharges the internal checkpoint."""
+    p, call, r, hypotheses = _no_jump_setting(variant, x)
     start, end = call.start, call.start + r
-    k = x["k"]
-    return Claim(
-        hypotheses={
-            **scheduler_domain(x),
-            "in prefill": _in_prefill(call),
-            "cadence exceeds budget": p.block > max_prefill_tokens(p),
-            "request within budget": call.requested <= max_prefill_tokens(p),
-            "a multiple of the cadence": k >= 1,
-        },
-        goal=arith.negate(arith.all_of(start < arith.multiple(k, p.block), arith.multiple(k, p.block) < end)),
-    )
+    point = arith.multiple(x["k"], p.block)
+    hypotheses["a multiple of the cadence"] = x["k"] >= 1
+    hypotheses["no internal checkpoint (lemma)"] = arith.negate(internal_checkpoint(p, call))
+    return Claim(hypotheses=hypotheses, goal=arith.negate(arith.all_of(start < point, point < end)))
 
 
 def eagle_backoff(variant, x):
@@ -178,8 +189,12 @@ def eagle_conversion(variant, x):
     )
 
 
-def _theorem(name, subject, statement, formula, extra=()):
-    return Theorem(name, subject, statement, (Obligation("main", VARS + tuple(extra), formula),))
+def _theorem(name, subject, statement, formula, extra=(), case_split=()):
+    return Theorem(name, subject, statement, (Obligation("main", VARS + tuple(extra), formula, case_split),))
+
+
+# The split's flags, decided case by case: each case drops their branches.
+SPLIT_FLAGS = ("ckpt_blocks", "partial", "eagle_drop", "shared")
 
 
 THEOREMS = (
@@ -222,12 +237,14 @@ THEOREMS = (
         "junction, or is a private advance that crosses no grid point.",
         grid_landing,
     ),
-    _theorem(
+    Theorem(
         "split-no-jump",
         "split",
         "When the cadence exceeds the budget, no chunk passes over a multiple of the cadence.",
-        no_jump,
-        ints("k"),
+        (
+            Obligation("no internal checkpoint", VARS, no_internal_checkpoint_below_cadence),
+            Obligation("main", VARS + ints("k"), no_jump, SPLIT_FLAGS),
+        ),
     ),
     _theorem(
         "eagle-backoff-without-annotation",
