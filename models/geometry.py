@@ -6,7 +6,6 @@ and raises `GeometryError` with one line naming the field and the problem.
 
 from __future__ import annotations
 
-import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,11 +78,6 @@ class Geometry:
     def eagle_spans(self) -> tuple[int, ...]:
         dcp = self.deployment.dcp_size
         return tuple(g.span(dcp) for g in self.of_kind(DRAFT) if g.eagle)
-
-    def hash_block_size(self) -> int:
-        if self.deployment.hash_block_size:
-            return self.deployment.hash_block_size
-        return math.gcd(*(g.span(self.deployment.dcp_size) for g in self.groups))
 
 
 # --- loading and validation -------------------------------------------------

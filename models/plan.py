@@ -62,7 +62,9 @@ def plan(variant: Variant, geometry: Geometry) -> Plan:
     ]
     block = split_grid(variant, r, spec_blocks)
     sched_block = math.lcm(*spans)
-    hash_block = geometry.hash_block_size()
+    # H: the deployment's prefix-match unit, else the gcd of the resolved
+    # spec spans (vllm-align-mode.md section 3), the cadence R included.
+    hash_block = d.hash_block_size or math.gcd(*spans)
     enabled = r > hash_block if d.dcp_size == 1 else r >= hash_block
     partial = hash_block < sched_block and enabled
     lookahead = d.hash_lookahead_tokens

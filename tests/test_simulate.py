@@ -17,6 +17,7 @@ import sys
 import pytest
 
 from models.geometry import load_geometry
+from models.plan import plan
 from models.variants import get_variant
 from proofs.simulate import simulate
 
@@ -204,3 +205,13 @@ def test_pr457_publishes_up_to_the_converted_eagle_boundary(prompt):
         assert data["resume_state_column"] == lcp // TARGET_SPAN - 1
     else:
         assert data["resume_state_column"] is None
+
+
+def test_the_hash_block_is_the_gcd_of_the_resolved_spans():
+    """vLLM takes H from the resolved specs: under pr457 an explicit cadence
+    replaces the recurrent page in the gcd (vllm-align-mode.md section 3)."""
+    geometry = load_geometry("kimi-linear-48b-tp4-dcp4")
+    assert plan(get_variant("baseline"), geometry).split.hash_block == 512
+    pr457 = plan(get_variant("pr457"), geometry)
+    assert pr457.cadence == 2048 and pr457.split.hash_block == 2048
+    assert not pr457.split.partial_hits  # H == S: nothing finer than the scheduler block to hit
