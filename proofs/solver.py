@@ -32,6 +32,8 @@ CORE_RLIMIT = 300_000  # per deletion check when minimising a proof's hypotheses
 CORE_MIN_RLIMIT = 30_000
 LADDER_TRIES = 12  # concrete geometries tried per rung
 LADDER_RLIMIT = 400_000  # per try: a linear query either answers fast or is skipped
+PROBES = 300  # random concrete inputs tried before the ladder's queries
+PROBE_INT_MAX = 40
 
 
 class Kind(Enum):
@@ -316,8 +318,55 @@ class _Problem:
         return sorted(needed)
 
     def _refute_small(self, case: dict) -> Outcome | None:
-        values = self._search(case, lambda e: z3.Not(e.goal), replayed=True)
+        values = self._probe(case)
+        if values is None:
+            values = self._search(case, lambda e: z3.Not(e.goal), replayed=True)
         return None if values is None else self._refuted(values, "")
+
+    def _probe(self, case: dict) -> dict | None:
+        """Random small inputs evaluated on the concrete model, before any
+        query: where failures are dense this is the fastest refuter (random
+        testing's strength, ../shared/reference/z3-encoding.md). Seeded, so a
+        rerun finds the same input; what it finds replays by construction."""
+        rng = random.Random(self.seed or 0)
+        sizes = sorted({v for rung in SIZE_LADDER[:3] for v in rung})
+        for _ in range(PROBES):
+            values = {}
+            for v in self.variables:
+                if v.name in case:
+                    values[v.name] = case[v.name]
+                elif v.kind is Kind.BOOL:
+                    values[v.name] = rng.random() < 0.5
+                elif v.size:
+                    values[v.name] = rng.choice(sizes)
+                else:
+                    values[v.name] = rng.randint(0, PROBE_INT_MAX)
+            if replay(self.formula, self.variant, values, self.drop)[0]:
+                return self._shrink(values, case)
+        return None
+
+    def _shrink(self, values: dict, case: dict) -> dict:
+        """Greedily smaller inputs that still fail on the concrete model, so a
+        probe's counterexample reads like the ladder's."""
+        changed = True
+        while changed:
+            changed = False
+            for v in self.variables:
+                if v.name in case:
+                    continue
+                current = values[v.name]
+                if v.kind is Kind.BOOL:
+                    candidates = [False] if current else []
+                else:
+                    low = 1 if v.size else 0
+                    candidates = sorted({low, low + 1, current // 2, current - 1} - {current})
+                    candidates = [c for c in candidates if low <= c < current]
+                for candidate in candidates:
+                    trial = {**values, v.name: candidate}
+                    if replay(self.formula, self.variant, trial, self.drop)[0]:
+                        values, changed = trial, True
+                        break
+        return values
 
     def _check_covers(self) -> Outcome | None:
         encoding = _Encoding(self, {})
