@@ -97,17 +97,18 @@ def cmd_prove(args: argparse.Namespace) -> int:
         raise UsageError(f"--tier: expected ci, slow or all, got {args.tier!r}")
     seed = _seed(args.seed)
     jobs = _positive("--jobs", args.jobs)
+    run = {
+        "theorem": args.theorem,
+        "variant": args.variant,
+        "tier": args.tier,
+        "rlimit": rlimit,
+        "as_json": args.json,
+        "seed": seed,
+        "jobs": jobs,
+    }
     if args.report_dir or args.against or args.seeds:
-        return cmd_prove_with_evidence(args, rlimit, seed, jobs)
-    return prove(
-        theorem=args.theorem,
-        variant=args.variant,
-        tier=args.tier,
-        rlimit=rlimit,
-        as_json=args.json,
-        seed=seed,
-        jobs=jobs,
-    )
+        return cmd_prove_with_evidence(args, run)
+    return prove(**run)
 
 
 # --- evidence: report files, run-to-run diff, seeds (proofs/report/) ---------------------------------
@@ -172,7 +173,8 @@ def _percent(name: str, text: str) -> float:
     return value
 
 
-def cmd_prove_with_evidence(args: argparse.Namespace, rlimit: int | None, seed: int | None, jobs: int | None) -> int:
+def cmd_prove_with_evidence(args: argparse.Namespace, run: dict) -> int:
+    """`run`: the selection and options cmd_prove parsed."""
     from pathlib import Path
 
     from proofs.report.evidence import prove_with_evidence
@@ -180,17 +182,11 @@ def cmd_prove_with_evidence(args: argparse.Namespace, rlimit: int | None, seed: 
     seeds = _positive("--seeds", args.seeds) or 0
     growth = _percent("--rlimit-growth", args.rlimit_growth)
     return prove_with_evidence(
-        theorem=args.theorem,
-        variant=args.variant,
-        tier=args.tier,
-        rlimit=rlimit,
-        as_json=args.json,
-        seed=seed,
+        **run,
         report_dir=Path(args.report_dir) if args.report_dir else None,
         against=Path(args.against) if args.against else None,
         rlimit_growth=growth,
         seeds=seeds,
-        jobs=jobs,
     )
 
 
