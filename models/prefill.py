@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from models import arith
 from models.plan import Plan
-from models.scheduler import SplitCall, split
+from models.scheduler import SplitCall, prefill_end, split
 from models.variants import Variant
 
 
@@ -31,15 +31,8 @@ def initial_state_column(variant: Variant, computed, cadence):
     return arith.floordiv(computed - 1, cadence)
 
 
-def prefill_end(prompt, tokens):
-    """A request is in prefill while fewer than max(P, N - 1) tokens are
-    computed (section 5): the last token of a resumed request is decode's."""
-    return arith.maximum(prompt, tokens - 1)
-
-
 @dataclass(frozen=True)
 class Step:
-    in_prefill: object
     requested: object
     end: object  # the start, when the step is past the prefill's end
     published: object
@@ -56,7 +49,7 @@ def prefill_step(variant: Variant, params, cadence, computed, budget, prompt, to
     scheduled = split(variant, params, call) if split_function is None else split_function(params, call)
     end = computed + arith.ite(in_prefill, scheduled, 0)
     published = arith.all_of(in_prefill, scheduled > 0, publishes(end, cadence, tokens))
-    return Step(in_prefill=in_prefill, requested=requested, end=end, published=published)
+    return Step(requested=requested, end=end, published=published)
 
 
 @dataclass(frozen=True)

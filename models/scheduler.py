@@ -34,6 +34,12 @@ class SplitParams:
     eagle_annotated: object = False  # whether those groups are annotated is_eagle_group
 
 
+def prefill_end(prompt, tokens):
+    """A request is in prefill while fewer than max(P, N - 1) tokens are
+    computed: the last token of a resumed request is decode's."""
+    return arith.maximum(prompt, tokens - 1)
+
+
 @dataclass(frozen=True)
 class SplitCall:
     """One call: the request's state and the candidate chunk."""
@@ -52,7 +58,7 @@ class SplitCall:
 
     @property
     def prefill_end(self):
-        return arith.maximum(self.prompt, self.tokens - 1)
+        return prefill_end(self.prompt, self.tokens)
 
 
 def checkpoint_position(num_tokens, block, drop_eagle_block, lookahead=0):
