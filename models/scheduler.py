@@ -128,9 +128,24 @@ def internal_checkpoint(p: SplitParams, call: SplitCall):
     )
 
 
-def split(variant: Variant, p: SplitParams, call: SplitCall):
-    """The number of tokens to schedule: `requested`, clipped so the chunk ends
-    where recurrent state must be checkpointed."""
+@dataclass(frozen=True)
+class ChunkEnd:
+    """How the split chose where a chunk ends: the end after alignment, the
+    stops in the order they are tried, whether each one clipped the end, and
+    the end they leave."""
+
+    aligned: object
+    stops: tuple
+    clips: tuple
+    end: object
+
+
+STOP_NAMES = ("next grid point", "last cacheable position", "partial-hash tail", "junction")
+
+
+def chunk_end(variant: Variant, p: SplitParams, call: SplitCall) -> ChunkEnd:
+    """Where a chunk in prefill ends: `requested` past its start, aligned down
+    to the grid, then clipped at the first stop strictly inside it."""
     start, prefill_end, block = call.start, call.prefill_end, p.block
     lcp = last_cacheable_position(variant, p, call.tokens)
     end = start + call.requested
@@ -159,9 +174,16 @@ def split(variant: Variant, p: SplitParams, call: SplitCall):
         arith.ite(arith.all_of(lcp < tail, tail < call.prompt), tail, 0),
         arith.ite(arith.all_of(start < junction, junction < end), junction_stop, 0),
     )
-    clipped = end
+    clipped, clips = end, []
     for stop in stops:
-        clipped = arith.ite(arith.all_of(_strictly_inside(variant, start, stop, end), stop < clipped), stop, clipped)
-    result = arith.maximum(clipped - start, 0)
+        clips.append(arith.all_of(_strictly_inside(variant, start, stop, end), stop < clipped))
+        clipped = arith.ite(clips[-1], stop, clipped)
+    return ChunkEnd(aligned=end, stops=stops, clips=tuple(clips), end=clipped)
+
+
+def split(variant: Variant, p: SplitParams, call: SplitCall):
+    """The number of tokens to schedule: `requested`, clipped so the chunk ends
+    where recurrent state must be checkpointed."""
+    result = arith.maximum(chunk_end(variant, p, call).end - call.start, 0)
     # Decode and anything past the prefill is left untouched.
-    return arith.ite(start >= prefill_end, call.requested, result)
+    return arith.ite(call.start >= call.prefill_end, call.requested, result)

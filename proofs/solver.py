@@ -30,6 +30,7 @@ SIZE_LADDER = ((1, 2), (1, 2, 3, 4), (1, 2, 3, 4, 6, 8, 16), (16, 128, 768, 3840
 SPURIOUS_RETRIES = 8  # inputs excluded after a counterexample that does not replay
 CORE_RLIMIT = 300_000  # per deletion check when minimising a proof's hypotheses, at most
 CORE_MIN_RLIMIT = 30_000
+VACUITY_RLIMIT = 100_000  # the hypotheses' first consistency check, before any search
 LADDER_TRIES = 12  # concrete geometries tried per rung
 LADDER_RLIMIT = 400_000  # per try: a linear query either answers fast or is skipped
 PROBES = 300  # random concrete inputs tried before the ladder's queries
@@ -174,15 +175,18 @@ class _Encoding:
         self.goal = z3.And(_bool(self.claim.goal), *context.obligations)
         self.problem = problem
 
-    def solver(self, tracked: bool, limit: int | None = None, only: set[str] | None = None) -> z3.Solver:
-        """Definitions and hypotheses (those named in `only`, or all) asserted, rlimit set."""
+    def solver(
+        self, tracked: bool, limit: int | None = None, only: set[str] | None = None, lemmas: bool | None = None
+    ) -> z3.Solver:
+        """Definitions and hypotheses (those named in `only`, or all) asserted,
+        rlimit set; the lemma families as the problem says unless `lemmas`."""
         budget = self.problem.budget
         solver = z3.Solver()
         solver.set("rlimit", max(min(budget.remaining, limit or budget.remaining), 1))
         solver.set("core.minimize", True)
         if self.problem.seed is not None:
             solver.set("random_seed", self.problem.seed)
-        lemmas = self.problem.lemmas
+        lemmas = self.problem.lemmas if lemmas is None else lemmas
         solver.add(*(self.context.definitions if lemmas else self.context.witness_definitions))
         for name, h in self.hypotheses.items():
             if only is not None and name not in only:
@@ -245,25 +249,34 @@ class _Problem:
         return Outcome(PROVED, hypotheses_used=sorted(used), smt2=smt2)
 
     def _decide_case(self, case: dict, refute_first: bool, known_needed: set[str] = frozenset()) -> Outcome:
+        if refute_first:
+            # A counterexample that replays shows the hypotheses consistent,
+            # so the search may come before any query is built.
+            found = self._refute_small(case)
+            if found is not None:
+                return found
         encoding = _Encoding(self, case)
-        # Vacuity: hypotheses that contradict each other prove anything.
-        if self._search(case, lambda e: z3.BoolVal(True)) is None:
-            check = encoding.solver(tracked=False)
-            answer = self.check(check)
-            if answer == z3.unsat:
-                core = self._core(encoding, z3.BoolVal(True))
-                return Outcome(VACUOUS, reason=f"the hypotheses contradict each other: {', '.join(core)}")
-            if answer == z3.unknown:
-                return Outcome(UNKNOWN, reason=f"hypotheses alone: {check.reason_unknown()}")
+        # Vacuity: hypotheses that contradict each other prove anything. A
+        # model in the smallest geometries settles most cases; then a short
+        # query without the lemma families (a case that contradicts the
+        # hypotheses usually does so plainly); then larger geometries; then
+        # the full query.
+        answer = z3.sat
+        if self._search(case, _anything, rungs=SIZE_LADDER[:1]) is None:
+            answer = self.check(encoding.solver(tracked=False, limit=VACUITY_RLIMIT, lemmas=False))
+            if answer == z3.unknown and self._search(case, _anything, rungs=SIZE_LADDER[1:]) is None:
+                check = encoding.solver(tracked=False)
+                answer = self.check(check)
+                if answer == z3.unknown:
+                    return Outcome(UNKNOWN, reason=f"hypotheses alone: {check.reason_unknown()}")
+        if answer == z3.unsat:
+            core = self._core(encoding, z3.BoolVal(True))
+            return Outcome(VACUOUS, reason=f"the hypotheses contradict each other: {', '.join(core)}")
         # Untracked: naming hypotheses for an unsat core blocks the solver's
         # equality solving, and measured slower by orders of magnitude here.
         negated = encoding.solver(tracked=False)
         negated.add(z3.Not(encoding.goal))
         smt2 = negated.to_smt2()
-        if refute_first:
-            found = self._refute_small(case)
-            if found is not None:
-                return found
         before = self.budget.used
         answer = self.check(negated)
         proof_cost = self.budget.used - before
@@ -381,7 +394,7 @@ class _Problem:
                 return Outcome(UNKNOWN, reason=f"cover goal {name!r}: {reach.reason_unknown()}")
         return None
 
-    def _search(self, case: dict, target, replayed: bool = False) -> dict | None:
+    def _search(self, case: dict, target, replayed: bool = False, rungs=SIZE_LADDER) -> dict | None:
         """A model of `target` in small concrete geometries: every size input
         fixed to a value of the rung before encoding (all combinations, or a
         seeded sample), so every division is by a constant and the query is
@@ -390,7 +403,7 @@ class _Problem:
         if not sizes:
             return None
         rng = random.Random(0)
-        for rung in SIZE_LADDER:
+        for rung in rungs:
             if len(rung) ** len(sizes) <= LADDER_TRIES:
                 assignments = list(itertools.product(rung, repeat=len(sizes)))
             else:
@@ -415,6 +428,10 @@ class _Problem:
         if not replays:
             return Outcome(ERROR, counterexample=values, reason=f"counterexample does not replay: {why}", smt2=smt2)
         return Outcome(REFUTED, counterexample=values, reason=why, smt2=smt2)
+
+
+def _anything(encoding: _Encoding) -> z3.BoolRef:
+    return z3.BoolVal(True)
 
 
 def _bool(x) -> z3.BoolRef:

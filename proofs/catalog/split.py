@@ -6,6 +6,7 @@ from __future__ import annotations
 from models import arith
 from models.scheduler import (
     checkpoint_position,
+    chunk_end,
     internal_checkpoint,
     last_cacheable_position,
     max_prefill_tokens,
@@ -98,7 +99,8 @@ def grid_landing(variant, x):
     """A non-final chunk ends on the grid, at a named stop, or is a private
     sub-block advance that crosses no grid point."""
     p, call, r = _one_call(variant, x)
-    start, block, end = call.start, p.block, call.start + r
+    chosen = chunk_end(variant, p, call)
+    start, block, end = call.start, p.block, chosen.end
     lcp = last_cacheable_position(variant, p, call.tokens)
     tail = checkpoint_position(call.prompt, p.hash_block, p.eagle_drop, p.lookahead)
     private_advance = arith.all_of(
@@ -107,16 +109,19 @@ def grid_landing(variant, x):
     return Claim(
         hypotheses={
             **scheduler_domain(x),
-            "non-final chunk": end < call.prefill_end,
+            "non-final chunk": start + r < call.prefill_end,
             "progress": r > 0,
             "no internal checkpoint": arith.negate(p.checkpoint_blocks),
         },
-        goal=arith.any_of(
-            arith.divides(block, end),
-            end == lcp,
-            arith.all_of(p.partial_hits, end == tail),
-            end == call.junction,
-            private_advance,
+        goal=arith.all_of(
+            start + r == end,
+            arith.any_of(
+                arith.divides(block, end),
+                end == lcp,
+                arith.all_of(p.partial_hits, end == tail),
+                end == call.junction,
+                private_advance,
+            ),
         ),
         covers={"private advance": private_advance},
     )
@@ -236,6 +241,7 @@ THEOREMS = (
         "A non-final chunk ends on the grid, at the last cacheable position, at the partial-hash tail, at the "
         "junction, or is a private advance that crosses no grid point.",
         grid_landing,
+        case_split=SPLIT_FLAGS,
     ),
     Theorem(
         "split-no-jump",
