@@ -132,12 +132,16 @@ def internal_checkpoint(p: SplitParams, call: SplitCall):
 class ChunkEnd:
     """How the split chose where a chunk ends: the end after alignment, the
     stops in the order they are tried, whether each one clipped the end, and
-    the end they leave."""
+    the end each leaves (the last is the chunk's)."""
 
     aligned: object
     stops: tuple
     clips: tuple
-    end: object
+    ends: tuple  # the end after each stop
+
+    @property
+    def end(self):
+        return self.ends[-1]
 
 
 STOP_NAMES = ("next grid point", "last cacheable position", "partial-hash tail", "junction")
@@ -174,11 +178,12 @@ def chunk_end(variant: Variant, p: SplitParams, call: SplitCall) -> ChunkEnd:
         arith.ite(arith.all_of(lcp < tail, tail < call.prompt), tail, 0),
         arith.ite(arith.all_of(start < junction, junction < end), junction_stop, 0),
     )
-    clipped, clips = end, []
+    clips, ends = [], []
     for stop in stops:
+        clipped = ends[-1] if ends else end
         clips.append(arith.all_of(_strictly_inside(variant, start, stop, end), stop < clipped))
-        clipped = arith.ite(clips[-1], stop, clipped)
-    return ChunkEnd(aligned=end, stops=stops, clips=tuple(clips), end=clipped)
+        ends.append(arith.ite(clips[-1], stop, clipped))
+    return ChunkEnd(aligned=end, stops=stops, clips=tuple(clips), ends=tuple(ends))
 
 
 def split(variant: Variant, p: SplitParams, call: SplitCall):

@@ -11,7 +11,7 @@ from models.geometry import GeometryError, load_geometry
 from models.plan import ConfigurationRejected
 from models.prefill import BudgetError
 from models.variants import UnknownVariantError, get_variant
-from proofs.runner import ManifestError
+from proofs.runner import ManifestError, NothingSelected
 from proofs.solver import DEFAULT_RLIMIT
 
 
@@ -245,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         ConfigurationRejected,
         BudgetError,
         ManifestError,
+        NothingSelected,
         ReportError,
     ) as error:
         print(f"gridproof: error: {error}", file=sys.stderr)

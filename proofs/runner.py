@@ -22,6 +22,10 @@ class ManifestError(ValueError):
     pass
 
 
+class NothingSelected(ValueError):
+    """A selection of theorem, variant and tier that names no obligation."""
+
+
 @dataclass
 class Expectation:
     theorem: str
@@ -248,6 +252,9 @@ def plan_runs(manifest: dict[str, Expectation], theorem: str | None, variant: st
         for v, verdict in expectation.expected.items():
             if variant is None or v == variant:
                 runs.append(Run(CATALOGUE[name], v, verdict, expectation.tier, expectation.rlimit))
+    if not runs:
+        chosen = [f"theorem {theorem}" if theorem else f"tier {tier}", f"variant {variant}" if variant else ""]
+        raise NothingSelected(f"no obligation selected ({' and '.join(c for c in chosen if c)} in the manifest)")
     return runs
 
 

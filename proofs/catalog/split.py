@@ -7,7 +7,6 @@ from models import arith
 from models.scheduler import (
     checkpoint_position,
     chunk_end,
-    internal_checkpoint,
     last_cacheable_position,
     max_prefill_tokens,
     split,
@@ -135,26 +134,40 @@ def _no_jump_setting(variant, x):
         "cadence exceeds budget": p.block > max_prefill_tokens(p),
         "request within budget": call.requested <= max_prefill_tokens(p),
     }
-    return p, call, r, hypotheses
+    return p, call, r, chunk_end(variant, p, call), hypotheses
 
 
-def no_internal_checkpoint_below_cadence(variant, x):
-    """Lemma for no-jump: a chunk shorter than the cadence never exports an
-    internal checkpoint (its VALID needs a state column past the initial one)."""
-    p, call, _, hypotheses = _no_jump_setting(variant, x)
-    return Claim(hypotheses=hypotheses, goal=arith.negate(internal_checkpoint(p, call)))
+def _passes(start, end, point):
+    return arith.all_of(start < point, point < end)
+
+
+def first_stop_passes_no_multiple(variant, x):
+    """Lemma for no-jump: the chunk's end after its first stop (the next grid
+    point) passes no multiple of the cadence."""
+    p, call, _, chosen, hypotheses = _no_jump_setting(variant, x)
+    hypotheses["a multiple of the cadence"] = x["k"] >= 1
+    return Claim(hypotheses=hypotheses, goal=arith.negate(_passes(call.start, chosen.ends[0], _point(p, x))))
+
+
+def later_stops_only_lower(variant, x):
+    """Lemma for no-jump: the split's result ends at or before that end."""
+    _, call, r, chosen, hypotheses = _no_jump_setting(variant, x)
+    return Claim(hypotheses=hypotheses, goal=call.start + r <= chosen.ends[0])
 
 
 def no_jump(variant, x):
     """With the cadence above the budget, no chunk passes over a multiple of
-    the cadence: every multiple on the way is a chunk end. The lemma above
-    discharges the internal checkpoint."""
-    p, call, r, hypotheses = _no_jump_setting(variant, x)
-    start, end = call.start, call.start + r
-    point = arith.multiple(x["k"], p.block)
+    the cadence: every multiple on the way is a chunk end. The two lemmas
+    above, proved first, are its hypotheses."""
+    p, call, r, _, hypotheses = _no_jump_setting(variant, x)
     hypotheses["a multiple of the cadence"] = x["k"] >= 1
-    hypotheses["no internal checkpoint (lemma)"] = arith.negate(internal_checkpoint(p, call))
-    return Claim(hypotheses=hypotheses, goal=arith.negate(arith.all_of(start < point, point < end)))
+    hypotheses["first stop passes no multiple (lemma)"] = first_stop_passes_no_multiple(variant, x).goal
+    hypotheses["later stops only lower the end (lemma)"] = later_stops_only_lower(variant, x).goal
+    return Claim(hypotheses=hypotheses, goal=arith.negate(_passes(call.start, call.start + r, _point(p, x))))
+
+
+def _point(p, x):
+    return arith.multiple(x["k"], p.block)
 
 
 def eagle_backoff(variant, x):
@@ -248,8 +261,9 @@ THEOREMS = (
         "split",
         "When the cadence exceeds the budget, no chunk passes over a multiple of the cadence.",
         (
-            Obligation("no internal checkpoint", VARS, no_internal_checkpoint_below_cadence),
-            Obligation("main", VARS + ints("k"), no_jump, SPLIT_FLAGS),
+            Obligation("first stop", VARS + ints("k"), first_stop_passes_no_multiple),
+            Obligation("later stops", VARS, later_stops_only_lower),
+            Obligation("main", VARS + ints("k"), no_jump),
         ),
     ),
     _theorem(
