@@ -44,7 +44,7 @@ from pathlib import Path
 from models.variants import get_variant
 from proofs.catalog import CATALOGUE, Obligation
 from proofs.prove import run_catalogue
-from proofs.runner import VERDICTS, load_manifest, model_sources_hash, plan_runs, run_theorem
+from proofs.runner import VERDICTS, NothingSelected, load_manifest, model_sources_hash, plan_runs, run_theorem
 from proofs.solver import REFUTED, UNKNOWN, Kind, decide, replay
 
 HEADLINE = "prefill-published-on-target-boundaries"
@@ -117,7 +117,8 @@ def bench_encoding(theorems: tuple[str, ...] | None, tier: str = "ci") -> None:
     runs = [r for r in plan_runs(load_manifest(), None, None, tier) if theorems is None or r.theorem.name in theorems]
     rows = [("theorem / variant", "obligation", "expected", "witness", "rlimit", "s", "naive", "rlimit", "s")]
     totals = {False: [0, 0.0, [], 0], True: [0, 0.0, [], 0]}
-    for run in runs:
+    for i, run in enumerate(runs):
+        print(f"  [{i + 1}/{len(runs)}] encoding: {run.theorem.name} / {run.variant}", file=sys.stderr, flush=True)
         variant = get_variant(run.variant)
         for o in run.theorem.obligations:
             cells = []
@@ -585,6 +586,11 @@ def main(argv: list[str] | None = None) -> int:
     if cap <= 0:
         parser.error("--peer-seconds must be positive")
     theorems = QUICK_THEOREMS if args.quick else None
+    if not args.skip_encoding:
+        try:
+            plan_runs(load_manifest(), None, None, args.encoding_tier)
+        except NothingSelected as error:
+            parser.error(f"--encoding-tier {args.encoding_tier}: {error}")
 
     header()
     if not args.skip_catalogue:

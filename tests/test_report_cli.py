@@ -92,6 +92,7 @@ def test_report_renders_a_saved_result_in_every_format(report_dir, tmp_path, cap
         ["prove", "--theorem", THEOREM, "--seed", "-1"],
         ["prove", "--theorem", THEOREM, "--rlimit-growth", "lots", "--against", "{saved}"],
         ["prove", "--theorem", THEOREM, "--report-dir", "{saved}"],
+        ["prove", "--theorem", "eagle-annotated-conversion", "--variant", "baseline"],
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args, report_dir, tmp_path, capsys):
