@@ -257,10 +257,14 @@ class _Problem:
                 return found
         encoding = _Encoding(self, case)
         # Vacuity: hypotheses that contradict each other prove anything. A
+        # case's values can make a hypothesis false outright; otherwise a
         # model in the smallest geometries settles most cases; then a short
         # query without the lemma families (a case that contradicts the
         # hypotheses usually does so plainly); then larger geometries; then
         # the full query.
+        false = [name for name, h in encoding.hypotheses.items() if z3.is_false(z3.simplify(h))]
+        if false:
+            return Outcome(VACUOUS, reason=f"the case makes {', '.join(false)} false")
         answer = z3.sat
         if self._search(case, _anything, rungs=SIZE_LADDER[:1]) is None:
             answer = self.check(encoding.solver(tracked=False, limit=VACUITY_RLIMIT, lemmas=False))
