@@ -130,21 +130,17 @@ def internal_checkpoint(p: SplitParams, call: SplitCall):
 
 @dataclass(frozen=True)
 class ChunkEnd:
-    """How the split chose where a chunk ends: the end after alignment, the
-    stops in the order they are tried, whether each one clipped the end, and
-    the end each leaves (the last is the chunk's)."""
+    """How the split chose where a chunk ends: the end after alignment, and
+    the end after each stop in the order they are tried (next grid point,
+    last cacheable position, partial-hash tail, junction). Theorems read
+    these steps; the split reads only the last."""
 
     aligned: object
-    stops: tuple
-    clips: tuple
-    ends: tuple  # the end after each stop
+    ends: tuple
 
     @property
     def end(self):
         return self.ends[-1]
-
-
-STOP_NAMES = ("next grid point", "last cacheable position", "partial-hash tail", "junction")
 
 
 def chunk_end(variant: Variant, p: SplitParams, call: SplitCall) -> ChunkEnd:
@@ -178,12 +174,11 @@ def chunk_end(variant: Variant, p: SplitParams, call: SplitCall) -> ChunkEnd:
         arith.ite(arith.all_of(lcp < tail, tail < call.prompt), tail, 0),
         arith.ite(arith.all_of(start < junction, junction < end), junction_stop, 0),
     )
-    clips, ends = [], []
+    ends = []
     for stop in stops:
         clipped = ends[-1] if ends else end
-        clips.append(arith.all_of(_strictly_inside(variant, start, stop, end), stop < clipped))
-        ends.append(arith.ite(clips[-1], stop, clipped))
-    return ChunkEnd(aligned=end, stops=stops, clips=tuple(clips), ends=tuple(ends))
+        ends.append(arith.ite(arith.all_of(_strictly_inside(variant, start, stop, end), stop < clipped), stop, clipped))
+    return ChunkEnd(aligned=end, ends=tuple(ends))
 
 
 def split(variant: Variant, p: SplitParams, call: SplitCall):

@@ -96,7 +96,9 @@ def progress_when_cadence_exceeds_budget(variant, x):
 
 def grid_landing(variant, x):
     """A non-final chunk ends on the grid, at a named stop, or is a private
-    sub-block advance that crosses no grid point."""
+    sub-block advance that crosses no grid point. The goal reads the end as
+    chunk_end builds it, a branch per stop, which the division reads branch
+    by branch; its first conjunct ties that end to the split's result."""
     p, call, r = _one_call(variant, x)
     chosen = chunk_end(variant, p, call)
     start, block, end = call.start, p.block, chosen.end
