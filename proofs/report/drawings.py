@@ -197,29 +197,9 @@ def _draw_variant(ax, run: dict, y: float, end: int) -> None:
         ax.broken_barh([(0, offload)], (y + 0.40, 0.05), facecolors=COLOURS["offload"], zorder=2)
 
     if usable:
-        first = usable[0]
-        ax.annotate(
-            f"{first:,}",
-            xy=(first, y),
-            xytext=(first, y - 0.62),
-            ha="center",
-            fontsize=9,
-            fontweight="bold",
-            color=COLOURS["usable"],
-            arrowprops={"arrowstyle": "-", "color": COLOURS["usable"], "linewidth": 0.8},
-        )
+        _mark_first(ax, usable[0], y, COLOURS["usable"])
     if run["published"] and (not usable or run["published"][0] != usable[0]):
-        first = run["published"][0]
-        ax.annotate(
-            f"{first:,}",
-            xy=(first, y),
-            xytext=(first, y - 0.62),
-            ha="center",
-            fontsize=9,
-            fontweight="bold",
-            color=COLOURS["published"],
-            arrowprops={"arrowstyle": "-", "color": COLOURS["published"], "linewidth": 0.8},
-        )
+        _mark_first(ax, run["published"][0], y, COLOURS["published"])
     ax.text(
         0,
         y + 0.6,
@@ -327,3 +307,17 @@ def counterexample_figure(values: dict, sizes: set[str]) -> str | None:
         ax.spines[side].set_visible(False)
     ax.tick_params(axis="y", length=0)
     return to_svg(figure)
+
+
+def _mark_first(ax, position: int, y: float, colour: str) -> None:
+    """The position of a run's first usable or published state, under its bar."""
+    ax.annotate(
+        f"{position:,}",
+        xy=(position, y),
+        xytext=(position, y - 0.62),
+        ha="center",
+        fontsize=9,
+        fontweight="bold",
+        color=colour,
+        arrowprops={"arrowstyle": "-", "color": colour, "linewidth": 0.8},
+    )
