@@ -264,7 +264,8 @@ class _Problem:
         # the full query.
         false = [name for name, h in encoding.hypotheses.items() if z3.is_false(z3.simplify(h))]
         if false:
-            return Outcome(VACUOUS, reason=f"the case makes {', '.join(false)} false")
+            where = " in this case" if case else ""
+            return Outcome(VACUOUS, reason=f"hypotheses false{where}: {', '.join(false)}")
         answer = z3.sat
         if self._search(case, _anything, rungs=SIZE_LADDER[:1]) is None:
             answer = self.check(encoding.solver(tracked=False, limit=VACUITY_RLIMIT, lemmas=False))

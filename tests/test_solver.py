@@ -36,6 +36,17 @@ def test_contradictory_hypotheses_are_vacuous_not_proved():
     assert "small" in outcome.reason and "large" in outcome.reason
 
 
+def test_a_case_that_falsifies_a_hypothesis_is_excluded_and_named():
+    flag = Var("flag", Kind.BOOL)
+
+    def formula(variant, x):
+        return Claim(hypotheses={"flag off": arith.negate(x["flag"])}, goal=arith.implies(x["flag"], x["b"] == 42))
+
+    assert decide(formula, (B, flag), None, case_split=("flag",)).verdict == PROVED
+    alone = decide(lambda v, x: Claim({"never": False}, x["b"] >= 0), (B,), None)
+    assert alone.verdict == VACUOUS and alone.reason == "hypotheses false: never"
+
+
 def test_unreachable_cover_goal_is_vacuous():
     def formula(variant, x):
         return Claim(hypotheses={"b small": x["b"] <= 3}, goal=x["b"] < 10, covers={"b large": x["b"] > 3})
