@@ -130,12 +130,11 @@ def internal_checkpoint(p: SplitParams, call: SplitCall):
 
 @dataclass(frozen=True)
 class ChunkEnd:
-    """How the split chose where a chunk ends: the end after alignment, and
-    the end after each stop in the order they are tried (next grid point,
-    last cacheable position, partial-hash tail, junction). Theorems read
-    these steps; the split reads only the last."""
+    """How the split chose where a chunk ends: the end after each stop, in
+    the order they are tried (next grid point, last cacheable position,
+    partial-hash tail, junction), starting from the aligned end. Theorems
+    read these steps; the split reads only the last."""
 
-    aligned: object
     ends: tuple
 
     @property
@@ -178,7 +177,7 @@ def chunk_end(variant: Variant, p: SplitParams, call: SplitCall) -> ChunkEnd:
     for stop in stops:
         clipped = ends[-1] if ends else end
         ends.append(arith.ite(arith.all_of(_strictly_inside(variant, start, stop, end), stop < clipped), stop, clipped))
-    return ChunkEnd(aligned=end, ends=tuple(ends))
+    return ChunkEnd(ends=tuple(ends))
 
 
 def split(variant: Variant, p: SplitParams, call: SplitCall):

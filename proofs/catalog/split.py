@@ -129,14 +129,24 @@ def grid_landing(variant, x):
 
 
 def _no_jump_setting(variant, x):
+    """The chunk's start and end, a multiple of the cadence (when the inputs
+    name one, k), the hypotheses, and the two lemmas' goals, by name: read
+    once, by each lemma and by the theorem that uses them."""
     p, call, r = _one_call(variant, x)
+    first_stop_end = chunk_end(variant, p, call).ends[0]
     hypotheses = {
         **scheduler_domain(x),
         "in prefill": _in_prefill(call),
         "cadence exceeds budget": p.block > max_prefill_tokens(p),
         "request within budget": call.requested <= max_prefill_tokens(p),
     }
-    return p, call, r, chunk_end(variant, p, call), hypotheses
+    lemmas, point = {}, None
+    if "k" in x:
+        point = arith.multiple(x["k"], p.block)
+        hypotheses["a multiple of the cadence"] = x["k"] >= 1
+        lemmas["first stop passes no multiple"] = arith.negate(_passes(call.start, first_stop_end, point))
+    lemmas["later stops only lower the end"] = call.start + r <= first_stop_end
+    return call.start, call.start + r, point, hypotheses, lemmas
 
 
 def _passes(start, end, point):
@@ -146,30 +156,23 @@ def _passes(start, end, point):
 def first_stop_passes_no_multiple(variant, x):
     """Lemma for no-jump: the chunk's end after its first stop (the next grid
     point) passes no multiple of the cadence."""
-    p, call, _, chosen, hypotheses = _no_jump_setting(variant, x)
-    hypotheses["a multiple of the cadence"] = x["k"] >= 1
-    return Claim(hypotheses=hypotheses, goal=arith.negate(_passes(call.start, chosen.ends[0], _point(p, x))))
+    _, _, _, hypotheses, lemmas = _no_jump_setting(variant, x)
+    return Claim(hypotheses=hypotheses, goal=lemmas["first stop passes no multiple"])
 
 
 def later_stops_only_lower(variant, x):
     """Lemma for no-jump: the split's result ends at or before that end."""
-    _, call, r, chosen, hypotheses = _no_jump_setting(variant, x)
-    return Claim(hypotheses=hypotheses, goal=call.start + r <= chosen.ends[0])
+    _, _, _, hypotheses, lemmas = _no_jump_setting(variant, x)
+    return Claim(hypotheses=hypotheses, goal=lemmas["later stops only lower the end"])
 
 
 def no_jump(variant, x):
     """With the cadence above the budget, no chunk passes over a multiple of
     the cadence: every multiple on the way is a chunk end. The two lemmas
     above, proved first, are its hypotheses."""
-    p, call, r, _, hypotheses = _no_jump_setting(variant, x)
-    hypotheses["a multiple of the cadence"] = x["k"] >= 1
-    hypotheses["first stop passes no multiple (lemma)"] = first_stop_passes_no_multiple(variant, x).goal
-    hypotheses["later stops only lower the end (lemma)"] = later_stops_only_lower(variant, x).goal
-    return Claim(hypotheses=hypotheses, goal=arith.negate(_passes(call.start, call.start + r, _point(p, x))))
-
-
-def _point(p, x):
-    return arith.multiple(x["k"], p.block)
+    start, end, point, hypotheses, lemmas = _no_jump_setting(variant, x)
+    hypotheses.update({f"{name} (lemma)": goal for name, goal in lemmas.items()})
+    return Claim(hypotheses=hypotheses, goal=arith.negate(_passes(start, end, point)))
 
 
 def eagle_backoff(variant, x):
