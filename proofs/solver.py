@@ -9,6 +9,7 @@ counterexample before it is reported.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import random
 import time
@@ -124,6 +125,7 @@ def decide(
     case_split: Sequence[str] = (),
     naive: bool = False,
     lemmas: bool = True,
+    solver_options: Sequence[tuple[str, object]] = (),
 ) -> Outcome:
     """PROVED, REFUTED (replayed), UNKNOWN, VACUOUS or ERROR for one obligation.
 
@@ -132,12 +134,17 @@ def decide(
     needs every case that the hypotheses admit to be PROVED. `naive` encodes
     division with Z3's own div and mod, for the benchmark only. `lemmas`
     False leaves the derived lemma families out (sound either way: they are
-    valid facts, and some goals close sooner without them)."""
+    valid facts, and some goals close sooner without them). `solver_options`
+    are Z3 parameters set while it is decided, and written into the SMT-LIB
+    text."""
     started = time.perf_counter()
     budget = _Budget(rlimit)
     try:
-        problem = _Problem(formula, tuple(variables), variant, frozenset(drop), seed, budget, naive, lemmas)
-        outcome = problem.decide(tuple(case_split), refute_first)
+        problem = _Problem(
+            formula, tuple(variables), variant, frozenset(drop), seed, budget, naive, lemmas, tuple(solver_options)
+        )
+        with _global_parameters(problem.solver_options):
+            outcome = problem.decide(tuple(case_split), refute_first)
     except Exception as error:  # an encoding bug must surface as ERROR, never as a verdict
         outcome = Outcome(ERROR, reason=f"{type(error).__name__}: {error}")
     budget.charge()
@@ -215,6 +222,7 @@ class _Problem:
     budget: _Budget
     naive: bool = False
     lemmas: bool = True
+    solver_options: tuple[tuple[str, object], ...] = ()
 
     def check(self, solver: z3.Solver, *extra) -> z3.CheckSatResult:
         answer = solver.check(*extra)
@@ -226,13 +234,25 @@ class _Problem:
         unknown = [n for n in case_split if n not in booleans]
         if unknown:
             raise ValueError(f"case split on unknown Bool inputs {unknown}")
+        cases = [
+            dict(zip(case_split, values, strict=True))
+            for values in itertools.product((False, True), repeat=len(case_split))
+        ]
+        if refute_first:
+            # The cheap refuters on every case before any case's proof: a
+            # failing case late in the order is not kept behind the proofs of
+            # the cases before it.
+            for case in cases:
+                found = self._refute_small(case)
+                if found is not None:
+                    found.reason = _case_label(case) + found.reason
+                    return found
         used: set[str] = set()
         admitted = 0
         smt2 = ""
-        for values in itertools.product((False, True), repeat=len(case_split)):
-            case = dict(zip(case_split, values, strict=True))
-            label = f"case {', '.join(f'{k}={v}' for k, v in case.items())}: " if case else ""
-            out = self._decide_case(case, refute_first, used)
+        for case in cases:
+            label = _case_label(case)
+            out = self._decide_case(case, searched=refute_first, known_needed=used)
             if out.verdict == VACUOUS and case:
                 continue  # the hypotheses exclude this case
             admitted += 1
@@ -248,13 +268,8 @@ class _Problem:
             return covers
         return Outcome(PROVED, hypotheses_used=sorted(used), smt2=smt2)
 
-    def _decide_case(self, case: dict, refute_first: bool, known_needed: set[str] = frozenset()) -> Outcome:
-        if refute_first:
-            # A counterexample that replays shows the hypotheses consistent,
-            # so the search may come before any query is built.
-            found = self._refute_small(case)
-            if found is not None:
-                return found
+    def _decide_case(self, case: dict, searched: bool, known_needed: set[str] = frozenset()) -> Outcome:
+        """`searched`: the cheap refuters have already failed on this case."""
         encoding = _Encoding(self, case)
         # Vacuity: hypotheses that contradict each other prove anything. A
         # case's values can make a hypothesis false outright; otherwise a
@@ -281,7 +296,7 @@ class _Problem:
         # equality solving, and measured slower by orders of magnitude here.
         negated = encoding.solver(tracked=False)
         negated.add(z3.Not(encoding.goal))
-        smt2 = negated.to_smt2()
+        smt2 = self._smt2(negated)
         before = self.budget.used
         answer = self.check(negated)
         proof_cost = self.budget.used - before
@@ -305,13 +320,19 @@ class _Problem:
             return spurious
         if answer == z3.unknown:
             reason = negated.reason_unknown()
-            if not refute_first:
+            if not searched:
                 found = self._refute_small(case)
                 if found is not None:
                     return found
             return Outcome(UNKNOWN, reason=f"goal: {reason}", smt2=smt2)
         used = self._core(encoding, z3.Not(encoding.goal), proof_cost, known_needed)
         return Outcome(PROVED, hypotheses_used=used, smt2=smt2)
+
+    def _smt2(self, solver: z3.Solver) -> str:
+        """The query as SMT-LIB, with the obligation's solver options, so
+        that `z3 FILE` poses it as it was posed here."""
+        options = "".join(f"(set-option :{name} {_smt2_value(value)})\n" for name, value in self.solver_options)
+        return options + solver.to_smt2()
 
     def _core(
         self,
@@ -421,7 +442,7 @@ class _Problem:
                     encoding = _Encoding(self, {**case, **dict(zip(sizes, assignment, strict=True))})
                 except ZeroDivisionError:
                     continue
-                solver = encoding.solver(tracked=False, limit=LADDER_RLIMIT)
+                solver = encoding.solver(tracked=False, limit=LADDER_RLIMIT, lemmas=False)
                 if self.check(solver, target(encoding)) == z3.sat:
                     values = encoding.values(solver.model())
                     if not replayed or replay(self.formula, self.variant, values, self.drop)[0]:
@@ -433,6 +454,33 @@ class _Problem:
         if not replays:
             return Outcome(ERROR, counterexample=values, reason=f"counterexample does not replay: {why}", smt2=smt2)
         return Outcome(REFUTED, counterexample=values, reason=why, smt2=smt2)
+
+
+@contextlib.contextmanager
+def _global_parameters(options: Sequence[tuple[str, object]]):
+    """Z3 parameters set for one obligation and restored after it. Global:
+    some (the SAT core's) are read only from the global configuration, and a
+    worker process decides many obligations in turn."""
+    saved = []
+    try:
+        for name, value in options:
+            try:
+                saved.append((name, z3.get_param(name)))
+            except z3.Z3Exception:
+                raise ValueError(f"unknown Z3 parameter {name!r}") from None
+            z3.set_param(name, value)
+        yield
+    finally:
+        for name, value in reversed(saved):
+            z3.set_param(name, value)
+
+
+def _smt2_value(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _case_label(case: dict) -> str:
+    return f"case {', '.join(f'{k}={v}' for k, v in case.items())}: " if case else ""
 
 
 def _anything(encoding: _Encoding) -> z3.BoolRef:

@@ -89,3 +89,22 @@ def test_case_split_needs_every_admitted_case():
     outcome = decide(formula, (A, flag), None, case_split=("flag",))
     assert outcome.verdict == REFUTED
     assert outcome.counterexample == {"a": 1, "flag": False}
+
+
+def test_refute_first_searches_every_case_before_proving_any():
+    # The first case is beyond the budget to prove; the second fails at small
+    # inputs. A refuter that proves cases in order stops at the first, UNKNOWN.
+    x_var, y_var, flag = Var("x"), Var("y"), Var("flag", Kind.BOOL)
+
+    def formula(variant, x):
+        cubes = x["x"] * x["x"] * x["x"] + x["y"] * x["y"] * x["y"] != 1729 * 1000003
+        return Claim(
+            hypotheses={"positive": arith.all_of(x["x"] >= 2, x["y"] >= 2)},
+            goal=arith.ite(x["flag"], x["x"] < 5, cubes),
+        )
+
+    assert decide(formula, (x_var, y_var, flag), None, rlimit=1_000, case_split=("flag",)).verdict == UNKNOWN
+    outcome = decide(formula, (x_var, y_var, flag), None, rlimit=1_000, case_split=("flag",), refute_first=True)
+    assert outcome.verdict == REFUTED
+    assert outcome.counterexample["flag"] is True and outcome.counterexample["x"] == 5
+    assert outcome.reason.startswith("case flag=True")
