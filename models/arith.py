@@ -65,20 +65,26 @@ class SymbolicContext:
         if self._cached_definitions is not None and self._cached_definitions[0] == self._division_count():
             return self._cached_definitions[1]
         lemmas = []
+        # Indexed by term id (Z3 terms are hash-consed, so equal ids are equal
+        # terms); each list keeps the order of `_witnessed`.
+        by_divisor: dict[int, list] = {}
+        by_division: dict[tuple[int, int], list] = {}
+        for entry in self._witnessed:
+            x, d = entry[0], entry[1]
+            by_divisor.setdefault(d.get_id(), []).append(entry)
+            by_division.setdefault((x.get_id(), d.get_id()), []).append(entry)
         # Divisibility is transitive: d | x and x | y give y == (q_y * q_x) * d.
         for x, d, qx, rx in self._witnessed:
-            for y, e, qy, ry in self._witnessed:
-                if e.eq(x):
-                    lemmas.append(z3.Implies(z3.And(rx == 0, ry == 0), y == (qy * qx) * d))
-                    self._register(qy * qx, d)
-                    # Flooring by a multiple e = qx * d of d floors no higher:
-                    # for z == a*e + b, 0 <= b < e, z // d >= a * qx.
-                    for z, f, qz, _ in self._witnessed:
-                        for w, g, qw, _ in self._witnessed:
-                            if z.eq(w) and f.eq(e) and g.eq(d):
-                                lemmas.append(
-                                    z3.Implies(z3.And(rx == 0, d > 0, e > 0), z3.And(qw >= qz * qx, qz * e <= qw * d))
-                                )
+            for y, e, qy, ry in by_divisor.get(x.get_id(), ()):
+                lemmas.append(z3.Implies(z3.And(rx == 0, ry == 0), y == (qy * qx) * d))
+                self._register(qy * qx, d)
+                # Flooring by a multiple e = qx * d of d floors no higher:
+                # for z == a*e + b, 0 <= b < e, z // d >= a * qx.
+                for z, _, qz, _ in by_divisor[e.get_id()]:
+                    for _, _, qw, _ in by_division.get((z.get_id(), d.get_id()), ()):
+                        lemmas.append(
+                            z3.Implies(z3.And(rx == 0, d > 0, e > 0), z3.And(qw >= qz * qx, qz * e <= qw * d))
+                        )
         for d, quotients in self._quotients.values():
             pool = [z3.IntVal(0), *quotients]
             for a in pool:
