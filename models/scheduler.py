@@ -64,9 +64,11 @@ class SplitCall:
 def checkpoint_position(num_tokens, block, drop_eagle_block, lookahead=0):
     """CP: the reusable checkpoint boundary of a prefill of `num_tokens`."""
     limit = arith.ite(drop_eagle_block, num_tokens, num_tokens - arith.maximum(1, lookahead))
-    position = arith.round_down(limit, block)
-    position = arith.ite(drop_eagle_block, position - block, position)
-    return arith.maximum(position, 0)
+    # The grid point's index, then the point: the symbolic reading hands the
+    # solver grid monotonicity for the backed-off index too.
+    index = arith.floordiv(limit, block)
+    index = arith.ite(drop_eagle_block, index - 1, index)
+    return arith.maximum(arith.multiple(index, block), 0)
 
 
 def checkpoint_valid(query_start, query_end, position, hash_block, cadence, alignment):
