@@ -132,6 +132,7 @@ def bench_encoding(theorems: tuple[str, ...] | None, tier: str = "ci") -> None:
                     case_split=o.case_split,
                     naive=naive,
                     lemmas=o.lemmas,
+                    solver_options=o.solver_options,
                 )
                 total = totals[naive]
                 total[0] += out.rlimit
@@ -214,6 +215,7 @@ def gridproof_refute(prop: Property) -> tuple[Search, float]:
         refute_first=True,
         case_split=o.case_split,
         lemmas=o.lemmas,
+        solver_options=o.solver_options,
     )
     found = out.verdict == REFUTED
     note = "" if found else f"{out.verdict}: {out.reason[:80]}"

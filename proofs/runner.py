@@ -121,6 +121,7 @@ def run_theorem(
                 seed=seed,
                 case_split=o.case_split,
                 lemmas=o.lemmas,
+                solver_options=o.solver_options,
             ),
         )
         for o in theorem.obligations
@@ -152,6 +153,7 @@ def run_theorem(
                     seed=seed,
                     case_split=o.case_split,
                     lemmas=o.lemmas,
+                    solver_options=o.solver_options,
                 )
                 for o in theorem.obligations
             ]

@@ -17,6 +17,9 @@ class Obligation:
     formula: Formula
     case_split: tuple[str, ...] = ()  # Bool inputs decided case by case
     lemmas: bool = True  # the derived lemma families (models/arith.py) beside the witnesses
+    # Z3 parameters for every query of this obligation, as (name, value):
+    # which core suits a query is measured per obligation, not global.
+    solver_options: tuple[tuple[str, object], ...] = ()
 
 
 @dataclass(frozen=True)
