@@ -108,3 +108,17 @@ def test_refute_first_searches_every_case_before_proving_any():
     assert outcome.verdict == REFUTED
     assert outcome.counterexample["flag"] is True and outcome.counterexample["x"] == 5
     assert outcome.reason.startswith("case flag=True")
+
+
+def test_solver_options_hold_for_one_obligation_and_reach_the_smt2():
+    import z3
+
+    def formula(variant, x):
+        return Claim(hypotheses={"a positive": x["a"] >= 1}, goal=x["a"] > 0)
+
+    outcome = decide(formula, (A,), None, solver_options=(("sat.euf", True),))
+    assert outcome.verdict == PROVED
+    assert outcome.smt2.startswith("(set-option :sat.euf true)\n")
+    assert z3.get_param("sat.euf") == "false"  # restored
+    wrong = decide(formula, (A,), None, solver_options=(("sat.no_such_parameter", True),))
+    assert wrong.verdict == ERROR and "unknown Z3 parameter 'sat.no_such_parameter'" in wrong.reason
