@@ -239,9 +239,10 @@ class _Problem:
             for values in itertools.product((False, True), repeat=len(case_split))
         ]
         if refute_first:
-            # The cheap refuters on every case before any case's proof: a
-            # failing case late in the order is not kept behind the proofs of
-            # the cases before it.
+            # The cheap refuters on every case before any query is built: a
+            # counterexample that replays shows the hypotheses consistent, and
+            # a failing case late in the order does not wait behind the proofs
+            # of the cases before it.
             for case in cases:
                 found = self._refute_small(case)
                 if found is not None:

@@ -261,9 +261,9 @@ THEOREMS = (
         "junction, or is a private advance that crosses no grid point.",
         grid_landing,
         case_split=SPLIT_FLAGS,
-        # Z3's newer core decides each case in about 1.3 s, where the default
-        # core takes 1 to 8 s; it is far slower on no-jump and the EAGLE
-        # conversion, so it is chosen here only.
+        # Z3's SAT-core EUF solver decides each case in about 1.3 s, where
+        # the default core takes 1 to 8 s; it takes over 100 s on no-jump and
+        # same-checkpoints, so it is chosen here only.
         solver_options=(("sat.euf", True),),
     ),
     Theorem(
