@@ -33,6 +33,10 @@ class Expectation:
     expected: dict[str, str]  # variant or mutant:NAME -> verdict
     reason: str = ""
     rlimit: int = DEFAULT_RLIMIT  # the budget of record per obligation
+    slow: frozenset[str] = frozenset()  # variants in the slow tier whatever the theorem's tier
+
+    def tier_of(self, variant: str) -> str:
+        return "slow" if variant in self.slow else self.tier
 
 
 def load_manifest(path: Path = MANIFEST) -> dict[str, Expectation]:
@@ -56,7 +60,12 @@ def load_manifest(path: Path = MANIFEST) -> dict[str, Expectation]:
         rlimit = entry.get("rlimit", DEFAULT_RLIMIT)
         if isinstance(rlimit, bool) or not isinstance(rlimit, int) or rlimit <= 0:
             raise ManifestError(f"{path}: {name}: rlimit must be a positive integer, got {rlimit!r}")
-        result[name] = Expectation(name, entry.get("tier", "ci"), expected, entry.get("unkilled_reason", ""), rlimit)
+        slow = entry.get("slow", [])
+        if not isinstance(slow, list) or any(v not in expected for v in slow):
+            raise ManifestError(f"{path}: {name}: slow must list variants the theorem expects, got {slow!r}")
+        result[name] = Expectation(
+            name, entry.get("tier", "ci"), expected, entry.get("unkilled_reason", ""), rlimit, frozenset(slow)
+        )
     missing = set(CATALOGUE) - set(result)
     if missing:
         raise ManifestError(f"{path}: no expectation for {', '.join(sorted(missing))}")
@@ -249,11 +258,12 @@ def plan_runs(manifest: dict[str, Expectation], theorem: str | None, variant: st
     for name, expectation in manifest.items():
         if theorem is not None and name != theorem:
             continue
-        if theorem is None and tier != "all" and expectation.tier != tier:
-            continue
         for v, verdict in expectation.expected.items():
+            run_tier = expectation.tier_of(v)
+            if theorem is None and tier != "all" and run_tier != tier:
+                continue
             if variant is None or v == variant:
-                runs.append(Run(CATALOGUE[name], v, verdict, expectation.tier, expectation.rlimit))
+                runs.append(Run(CATALOGUE[name], v, verdict, run_tier, expectation.rlimit))
     if not runs:
         chosen = [f"theorem {theorem}" if theorem else f"tier {tier}", f"variant {variant}" if variant else ""]
         raise NothingSelected(f"no obligation selected ({' and '.join(c for c in chosen if c)} in the manifest)")
