@@ -239,15 +239,12 @@ class _Problem:
             for values in itertools.product((False, True), repeat=len(case_split))
         ]
         if refute_first:
-            # The cheap refuters on every case before any query is built: a
-            # counterexample that replays shows the hypotheses consistent, and
-            # a failing case late in the order does not wait behind the proofs
-            # of the cases before it.
-            for case in cases:
-                found = self._refute_small(case)
-                if found is not None:
-                    found.reason = _case_label(case) + found.reason
-                    return found
+            found = self._refute_small(cases)
+            if found is not None:
+                case, values = found
+                outcome = self._refuted(values, "")
+                outcome.reason = _case_label(case) + outcome.reason
+                return outcome
         used: set[str] = set()
         admitted = 0
         smt2 = ""
@@ -322,9 +319,9 @@ class _Problem:
         if answer == z3.unknown:
             reason = negated.reason_unknown()
             if not searched:
-                found = self._refute_small(case)
+                found = self._refute_small([case])
                 if found is not None:
-                    return found
+                    return self._refuted(found[1], "")
             return Outcome(UNKNOWN, reason=f"goal: {reason}", smt2=smt2)
         used = self._core(encoding, z3.Not(encoding.goal), proof_cost, known_needed)
         return Outcome(PROVED, hypotheses_used=used, smt2=smt2)
@@ -357,11 +354,23 @@ class _Problem:
                 del needed[name]
         return sorted(needed)
 
-    def _refute_small(self, case: dict) -> Outcome | None:
-        values = self._probe(case)
-        if values is None:
-            values = self._search(case, lambda e: z3.Not(e.goal), replayed=True)
-        return None if values is None else self._refuted(values, "")
+    def _refute_small(self, cases: list[dict]) -> tuple[dict, dict] | None:
+        """A case and a replaying counterexample in it, from the cheap
+        refuters run breadth first: the probe on every case, then each rung
+        of the ladder on every case. Before any proof query: a counterexample
+        that replays shows the hypotheses consistent, and one in a small
+        geometry of a late case does not wait behind the proofs or the larger
+        rungs of the cases before it."""
+        for case in cases:
+            values = self._probe(case)
+            if values is not None:
+                return case, values
+        for rung in SIZE_LADDER:
+            for case in cases:
+                values = self._search(case, lambda e: z3.Not(e.goal), replayed=True, rungs=(rung,))
+                if values is not None:
+                    return case, values
+        return None
 
     def _probe(self, case: dict) -> dict | None:
         """Random small inputs evaluated on the concrete model, before any

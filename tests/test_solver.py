@@ -110,6 +110,25 @@ def test_refute_first_searches_every_case_before_proving_any():
     assert outcome.reason.startswith("case flag=True")
 
 
+def test_refute_first_tries_the_small_rungs_of_every_case_before_the_large_ones():
+    # Out of the probe's reach (b is far above its range) in both cases. The
+    # first case fails only at a large block size, the second at the smallest:
+    # searching the first case's whole ladder before the second would report
+    # the large one.
+    flag = Var("flag", Kind.BOOL)
+
+    def formula(variant, x):
+        fails = arith.ite(
+            x["flag"], arith.all_of(x["a"] == 1, x["b"] == 999), arith.all_of(x["a"] == 16, x["b"] == 1000)
+        )
+        return Claim(hypotheses={"a positive": x["a"] >= 1}, goal=arith.negate(fails))
+
+    outcome = decide(formula, (A, B, flag), None, case_split=("flag",), refute_first=True)
+    assert outcome.verdict == REFUTED
+    assert outcome.counterexample == {"a": 1, "b": 999, "flag": True}
+    assert outcome.reason.startswith("case flag=True")
+
+
 def test_solver_options_hold_for_one_obligation_and_reach_the_smt2():
     import z3
 
