@@ -182,13 +182,17 @@ class SymbolicContext:
         if key not in self._lcms:
             result = self.fresh("lcm")
             product = z3.IntVal(1)
+            multiples = []
             for t in terms:
                 witness = self.fresh("lcmw")
-                self._definitions.append(result == witness * t)
-                self._definitions.append(witness >= 1)
+                multiples += [result == witness * t, witness >= 1]
                 product = product * t
                 self.obligations.append(t > 0)
-            self._definitions.append(result <= product)
+            # Only for positive terms: unguarded, the definition has no model
+            # when a term is not positive, which would discharge the positivity
+            # obligations above instead of leaving them to the hypotheses.
+            positive = z3.And(*(t > 0 for t in terms))
+            self._definitions.append(z3.Implies(positive, z3.And(*multiples, result <= product)))
             self._lcms[key] = result
         return self._lcms[key]
 

@@ -47,6 +47,24 @@ def test_a_case_that_falsifies_a_hypothesis_is_excluded_and_named():
     assert alone.verdict == VACUOUS and alone.reason == "hypotheses false: never"
 
 
+def test_an_lcm_of_a_term_not_known_positive_is_not_proved():
+    # math.lcm(0, 1) == 0: without a hypothesis that a is positive the claim
+    # is false, and the lcm's positivity obligation must say so.
+    def formula(variant, x):
+        return Claim(hypotheses={"b positive": x["b"] >= 1}, goal=arith.lcm(x["a"], x["b"]) >= 1)
+
+    outcome = decide(formula, (A, B), None)
+    assert outcome.verdict == REFUTED and outcome.counterexample == {"a": 0, "b": 1}
+    proved = decide(
+        lambda variant, x: Claim(
+            hypotheses={"a positive": x["a"] >= 1, "b positive": x["b"] >= 1}, goal=arith.lcm(x["a"], x["b"]) >= 1
+        ),
+        (A, B),
+        None,
+    )
+    assert proved.verdict == PROVED and proved.hypotheses_used == ["a positive", "b positive"]
+
+
 def test_unreachable_cover_goal_is_vacuous():
     def formula(variant, x):
         return Claim(hypotheses={"b small": x["b"] <= 3}, goal=x["b"] < 10, covers={"b large": x["b"] > 3})
