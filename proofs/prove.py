@@ -13,6 +13,7 @@ import z3
 
 from proofs.catalog import CATALOGUE
 from proofs.runner import Entry, load_manifest, model_sources_hash, plan_runs, progress, run_theorem
+from proofs.solver import shared_queries
 
 RESULT_FORMAT = "gridproof-result/1"
 
@@ -22,7 +23,6 @@ def run_catalogue(theorem=None, variant=None, tier="ci", rlimit=None, seed=None,
     core); the canonical result object and the entries, in catalogue order."""
     manifest = load_manifest()
     runs = plan_runs(manifest, theorem, variant, tier)
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(runs) or 1))
     started = time.perf_counter()
     entries: list[Entry | None] = [None] * len(runs)
 
@@ -33,19 +33,31 @@ def run_catalogue(theorem=None, variant=None, tier="ci", rlimit=None, seed=None,
             f"[{finished}/{len(runs)}] {entry.theorem} / {entry.variant}: {entry.verdict} in {entry.seconds:.1f} s"
         )
 
-    tasks = [(run.theorem.name, run.variant, run.expected, rlimit or run.rlimit, run.tier, seed) for run in runs]
+    # One task per theorem: its variants and mutants often pose identical
+    # queries, answered once within the task (solver.shared_queries).
+    groups: dict[str, list[int]] = {}
+    for i, run in enumerate(runs):
+        groups.setdefault(run.theorem.name, []).append(i)
+    tasks = [
+        (name, [(runs[i].variant, runs[i].expected, rlimit or runs[i].rlimit, runs[i].tier) for i in members], seed)
+        for name, members in groups.items()
+    ]
+    indexes = list(groups.values())
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks) or 1))
     if jobs == 1:
-        for i, task in enumerate(tasks):
-            done(i, _run(*task))
+        for members, task in zip(indexes, tasks, strict=True):
+            for i, entry in zip(members, _run_theorem_variants(*task), strict=True):
+                done(i, entry)
     else:
         # Separate processes: Z3 releases no lock a thread could use. The
-        # largest budgets start first, so no long obligation starts last.
-        order = sorted(range(len(tasks)), key=lambda i: -tasks[i][3])
+        # largest budgets start first, so no long theorem starts last.
+        order = sorted(range(len(tasks)), key=lambda t: -sum(variant[2] for variant in tasks[t][1]))
         context = multiprocessing.get_context("spawn")
         with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            futures = {pool.submit(_run, *tasks[i]): i for i in order}
+            futures = {pool.submit(_run_theorem_variants, *tasks[t]): t for t in order}
             for future in concurrent.futures.as_completed(futures):
-                done(futures[future], future.result())
+                for i, entry in zip(indexes[futures[future]], future.result(), strict=True):
+                    done(i, entry)
     progress("")
     result = {
         "format": RESULT_FORMAT,
@@ -61,8 +73,13 @@ def run_catalogue(theorem=None, variant=None, tier="ci", rlimit=None, seed=None,
     return result, entries
 
 
-def _run(theorem: str, variant: str, expected: str, rlimit: int, tier: str, seed: int | None) -> Entry:
-    return run_theorem(CATALOGUE[theorem], variant, expected, rlimit, tier=tier, seed=seed)
+def _run_theorem_variants(theorem: str, variants: list[tuple[str, str, int, str]], seed: int | None) -> list[Entry]:
+    """One theorem's selected variants in turn, (variant, expected, rlimit, tier) each."""
+    with shared_queries():
+        return [
+            run_theorem(CATALOGUE[theorem], variant, expected, rlimit, tier=tier, seed=seed)
+            for variant, expected, rlimit, tier in variants
+        ]
 
 
 def prove(theorem=None, variant=None, tier="ci", rlimit=None, as_json=False, seed=None, jobs=None) -> int:

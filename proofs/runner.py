@@ -12,7 +12,7 @@ from pathlib import Path
 
 from models.variants import MUTANTS, VARIANTS, get_variant
 from proofs.catalog import CATALOGUE, Theorem
-from proofs.solver import DEFAULT_RLIMIT, ERROR, PROVED, REFUTED, UNKNOWN, VACUOUS, Outcome, decide
+from proofs.solver import DEFAULT_RLIMIT, ERROR, PROVED, REFUTED, UNKNOWN, VACUOUS, Outcome, decide, fresh_context
 
 MANIFEST = Path(__file__).parent / "manifest.toml"
 VERDICTS = (PROVED, REFUTED, UNKNOWN, VACUOUS, ERROR)
@@ -86,6 +86,7 @@ class Entry:
     reason: str = ""
     ablations: dict[str, str] = field(default_factory=dict)
     reproduce: str = ""
+    reused_queries: int = 0  # answered from an identical query of an earlier obligation (solver.shared_queries)
     subject: str = ""
     statement: str = ""
     tier: str = "ci"
@@ -115,6 +116,11 @@ def run_theorem(
     tier: str = "ci",
     seed: int | None = None,
 ) -> Entry:
+    with fresh_context():
+        return _run_theorem(theorem, variant_name, expected, rlimit, tier, seed)
+
+
+def _run_theorem(theorem: Theorem, variant_name: str, expected: str, rlimit: int, tier: str, seed: int | None) -> Entry:
     variant = get_variant(variant_name)
     started = time.perf_counter()
     refute_first = expected == REFUTED
@@ -137,10 +143,12 @@ def run_theorem(
     ]
     verdict, reason, counterexample, used = _combine(theorem, outcomes)
     spent = sum(out.rlimit for _, out in outcomes)
+    reused = sum(out.reused for _, out in outcomes)
     if verdict == UNKNOWN and theorem.trace_search is not None and any(o.verdict == REFUTED for _, o in outcomes):
         search = theorem.trace_search
         found = decide(search.formula, search.variables, variant, rlimit, refute_first=True, seed=seed)
         spent += found.rlimit
+        reused += found.reused
         if found.verdict == REFUTED:
             verdict, reason, counterexample = REFUTED, "a fresh request's trace violates it", found.counterexample
         else:
@@ -167,6 +175,7 @@ def run_theorem(
                 for o in theorem.obligations
             ]
             ablations[hypothesis] = REFUTED if any(d.verdict == REFUTED for d in dropped) else dropped[0].verdict
+            reused += sum(d.reused for d in dropped)
     return Entry(
         theorem=theorem.name,
         variant=variant_name,
@@ -179,6 +188,7 @@ def run_theorem(
         counterexample=counterexample,
         reason=reason,
         ablations=ablations,
+        reused_queries=reused,
         reproduce=f"gridproof prove --theorem {theorem.name} --variant {variant_name} --rlimit {rlimit}"
         + (f" --seed {seed}" if seed is not None else ""),
         subject=theorem.subject,

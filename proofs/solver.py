@@ -10,10 +10,12 @@ counterexample before it is reported.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import itertools
 import random
+import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -30,7 +32,7 @@ DEFAULT_RLIMIT = 20_000_000
 SIZE_LADDER = ((1, 2), (1, 2, 3, 4), (1, 2, 3, 4, 6, 8, 16), (16, 128, 768, 3840, 4096, 12288))
 SPURIOUS_RETRIES = 8  # inputs excluded after a counterexample that does not replay
 CORE_RLIMIT = 300_000  # per deletion check when minimising a proof's hypotheses, at most
-CORE_MIN_RLIMIT = 30_000
+CORE_MIN_RLIMIT = 150_000
 VACUITY_RLIMIT = 100_000  # the hypotheses' first consistency check, before any search
 LADDER_TRIES = 12  # concrete geometries tried per rung
 LADDER_RLIMIT = 400_000  # per try: a linear query either answers fast or is skipped
@@ -69,6 +71,71 @@ class Outcome:
     counterexample: dict[str, int | bool] | None = None
     reason: str = ""
     smt2: str = ""
+    reused: int = 0  # queries answered from an identical query posed before (QueryCache)
+
+
+class QueryCache:
+    """Answers to the queries posed so far, for the same query posed again:
+    a theorem's variants and mutants often read to the very same terms, and
+    then its proof, vacuity and minimisation queries repeat. The key is the
+    query's SMT-LIB text with Z3's let-names numbered in order of appearance
+    (they come from term ids), so equal keys are equal queries. Only answers
+    that hold whatever the budget are kept: unsat, and unknown with the rlimit
+    it was reached under, reused under a budget no larger. A sat answer needs
+    its model, so that query is always posed."""
+
+    def __init__(self) -> None:
+        self._answers: dict[str, tuple[z3.CheckSatResult, int, str]] = {}
+
+    def lookup(self, key: str, cap: int) -> tuple[z3.CheckSatResult, str] | None:
+        found = self._answers.get(key)
+        if found is None:
+            return None
+        answer, reached_under, reason = found
+        if answer == z3.unsat or cap <= reached_under:
+            return answer, reason
+        return None
+
+    def store(self, key: str, answer: z3.CheckSatResult, cap: int, reason: str) -> None:
+        if answer != z3.sat:
+            self._answers[key] = (answer, cap, reason)
+
+    @staticmethod
+    def key(solver: z3.Solver, extra: Sequence[z3.ExprRef]) -> str:
+        text = solver.to_smt2() + "".join(f"(assume {e.sexpr()})" for e in extra)
+        names: dict[str, str] = {}
+        return _LET_NAME.sub(lambda m: names.setdefault(m.group(0), f"?n{len(names)}"), text)
+
+
+_LET_NAME = re.compile(r"[$?][a-z]\d+\b")
+_queries: contextvars.ContextVar[QueryCache | None] = contextvars.ContextVar("gridproof_query_cache", default=None)
+
+
+@contextlib.contextmanager
+def shared_queries() -> Iterator[QueryCache]:
+    """Within the block, every obligation decided answers a query it poses
+    again (an identical one, asked before in the block) from the first answer."""
+    cache = QueryCache()
+    token = _queries.set(cache)
+    try:
+        yield cache
+    finally:
+        _queries.reset(token)
+
+
+@contextlib.contextmanager
+def fresh_context() -> Iterator[None]:
+    """Z3 terms built within the block live in a new main context, restored
+    after. Term ids order the solver's choices, so in a shared context an
+    obligation's cost and answers depend on what the process decided before
+    it; in its own, a result is reproduced by its command alone, whatever ran
+    before it. z3 keeps the main context in a module global."""
+    saved = z3.z3._main_ctx
+    z3.z3._main_ctx = None
+    try:
+        yield
+    finally:
+        z3.z3._main_ctx = saved
 
 
 def symbolic_inputs(variables: Sequence[Var]) -> dict[str, z3.ExprRef]:
@@ -139,6 +206,7 @@ def decide(
     text."""
     started = time.perf_counter()
     budget = _Budget(rlimit)
+    problem = None
     try:
         problem = _Problem(
             formula, tuple(variables), variant, frozenset(drop), seed, budget, naive, lemmas, tuple(solver_options)
@@ -149,6 +217,7 @@ def decide(
         outcome = Outcome(ERROR, reason=f"{type(error).__name__}: {error}")
     budget.charge()
     outcome.rlimit = budget.used
+    outcome.reused = problem.reused if problem is not None else 0
     outcome.seconds = time.perf_counter() - started
     return outcome
 
@@ -189,7 +258,8 @@ class _Encoding:
         rlimit set; the lemma families as the problem says unless `lemmas`."""
         budget = self.problem.budget
         solver = z3.Solver()
-        solver.set("rlimit", max(min(budget.remaining, limit or budget.remaining), 1))
+        solver.rlimit_cap = max(min(budget.remaining, limit or budget.remaining), 1)
+        solver.set("rlimit", solver.rlimit_cap)
         solver.set("core.minimize", True)
         if self.problem.seed is not None:
             solver.set("random_seed", self.problem.seed)
@@ -223,10 +293,24 @@ class _Problem:
     naive: bool = False
     lemmas: bool = True
     solver_options: tuple[tuple[str, object], ...] = ()
+    reused: int = 0
+    last_reason: str = ""
 
     def check(self, solver: z3.Solver, *extra) -> z3.CheckSatResult:
+        """The solver's answer; `last_reason` says why, when unknown."""
+        cache = _queries.get()
+        key = QueryCache.key(solver, extra) if cache is not None else ""
+        if cache is not None:
+            found = cache.lookup(key, solver.rlimit_cap)
+            if found is not None:
+                self.reused += 1
+                answer, self.last_reason = found
+                return answer
         answer = solver.check(*extra)
         self.budget.charge()
+        self.last_reason = solver.reason_unknown() if answer == z3.unknown else ""
+        if cache is not None:
+            cache.store(key, answer, solver.rlimit_cap, self.last_reason)
         return answer
 
     def decide(self, case_split: tuple[str, ...], refute_first: bool) -> Outcome:
@@ -286,7 +370,7 @@ class _Problem:
                 check = encoding.solver(tracked=False)
                 answer = self.check(check)
                 if answer == z3.unknown:
-                    return Outcome(UNKNOWN, reason=f"hypotheses alone: {check.reason_unknown()}")
+                    return Outcome(UNKNOWN, reason=f"hypotheses alone: {self.last_reason}")
         if answer == z3.unsat:
             core = self._core(encoding, z3.BoolVal(True))
             return Outcome(VACUOUS, reason=f"the hypotheses contradict each other: {', '.join(core)}")
@@ -317,7 +401,7 @@ class _Problem:
         if spurious is not None:
             return spurious
         if answer == z3.unknown:
-            reason = negated.reason_unknown()
+            reason = self.last_reason
             if not searched:
                 found = self._refute_small([case])
                 if found is not None:
@@ -427,7 +511,7 @@ class _Problem:
             if answer == z3.unsat:
                 return Outcome(VACUOUS, reason=f"cover goal {name!r} is unreachable")
             if answer == z3.unknown:
-                return Outcome(UNKNOWN, reason=f"cover goal {name!r}: {reach.reason_unknown()}")
+                return Outcome(UNKNOWN, reason=f"cover goal {name!r}: {self.last_reason}")
         return None
 
     def _search(self, case: dict, target, replayed: bool = False, rungs=SIZE_LADDER) -> dict | None:

@@ -3,7 +3,21 @@ only PROVED and REFUTED-with-replay count as decided."""
 
 from models import arith
 from proofs.runner import Entry
-from proofs.solver import ERROR, PROVED, REFUTED, UNKNOWN, VACUOUS, Claim, Kind, Var, decide, replay
+from proofs.solver import (
+    ERROR,
+    PROVED,
+    REFUTED,
+    UNKNOWN,
+    VACUOUS,
+    Claim,
+    Kind,
+    QueryCache,
+    Var,
+    decide,
+    fresh_context,
+    replay,
+    shared_queries,
+)
 
 A, B = Var("a", size=True), Var("b")
 
@@ -159,3 +173,65 @@ def test_solver_options_hold_for_one_obligation_and_reach_the_smt2():
     assert z3.get_param("sat.euf") == "false"  # restored
     wrong = decide(formula, (A,), None, solver_options=(("sat.no_such_parameter", True),))
     assert wrong.verdict == ERROR and "unknown Z3 parameter 'sat.no_such_parameter'" in wrong.reason
+
+
+def test_an_identical_query_is_answered_once_within_shared_queries():
+    def formula(variant, x):
+        return Claim(hypotheses={"a positive": x["a"] >= 1, "b irrelevant": x["b"] >= 0}, goal=x["a"] * x["a"] > 0)
+
+    alone = decide(formula, (A, B), None)
+    assert alone.reused == 0
+    with shared_queries():
+        first = decide(formula, (A, B), None)
+        again = decide(formula, (A, B), None)
+    assert first.reused == 0 and again.reused > 0
+    assert again.rlimit < first.rlimit
+    assert (again.verdict, again.hypotheses_used) == (first.verdict, first.hypotheses_used) == (PROVED, ["a positive"])
+
+
+def test_the_query_cache_keeps_unsat_and_unknown_under_its_budget_only():
+    import z3
+
+    cache = QueryCache()
+    cache.store("q1", z3.unknown, 100, "canceled")
+    cache.store("q2", z3.unsat, 100, "")
+    cache.store("q3", z3.sat, 100, "")
+    assert cache.lookup("q1", 50) == (z3.unknown, "canceled")
+    assert cache.lookup("q1", 200) is None  # a larger budget might decide it
+    assert cache.lookup("q2", 10**9) == (z3.unsat, "")
+    assert cache.lookup("q3", 100) is None  # a sat answer needs its model
+
+
+def test_cache_keys_ignore_z3s_let_names_but_not_the_terms():
+    import z3
+
+    def solver_for(bound, unrelated_terms=0):
+        _ = [z3.Int(f"u{i}") * z3.Int(f"v{i}") > i for i in range(unrelated_terms)]  # shift the term ids
+        x, y = z3.Ints("x y")
+        shared = z3.And(x * y > bound, x + y < 2 * bound)
+        s = z3.Solver()
+        s.add(z3.Or(shared, x > 0), z3.Implies(shared, y > 1))
+        return s
+
+    with fresh_context():
+        first = solver_for(3)
+        key, text = QueryCache.key(first, []), first.to_smt2()
+    with fresh_context():
+        shifted = solver_for(3, unrelated_terms=30)
+        assert shifted.to_smt2() != text  # Z3 names a shared subterm by its id
+        assert QueryCache.key(shifted, []) == key
+        assert QueryCache.key(solver_for(4), []) != key
+
+
+def test_each_theorem_run_is_decided_in_a_fresh_z3_context():
+    import z3
+
+    from proofs.catalog import CATALOGUE
+    from proofs.runner import run_theorem
+
+    before = z3.main_ctx()
+    first = run_theorem(CATALOGUE["split-bounds"], "pr457", PROVED)
+    run_theorem(CATALOGUE["config-page-covers-state"], "baseline", PROVED)
+    again = run_theorem(CATALOGUE["split-bounds"], "pr457", PROVED)
+    assert (again.rlimit, again.hypotheses_used) == (first.rlimit, first.hypotheses_used)
+    assert z3.main_ctx() is before
