@@ -133,6 +133,7 @@ def bench_encoding(theorems: tuple[str, ...] | None, tier: str = "ci") -> None:
                     naive=naive,
                     lemmas=o.lemmas,
                     solver_options=o.solver_options,
+                    strategy=o.strategy,
                 )
                 total = totals[naive]
                 total[0] += out.rlimit
@@ -216,6 +217,7 @@ def gridproof_refute(prop: Property) -> tuple[Search, float]:
         case_split=o.case_split,
         lemmas=o.lemmas,
         solver_options=o.solver_options,
+        strategy=o.strategy,
     )
     found = out.verdict == REFUTED
     note = "" if found else f"{out.verdict}: {out.reason[:80]}"

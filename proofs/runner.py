@@ -137,6 +137,7 @@ def _run_theorem(theorem: Theorem, variant_name: str, expected: str, rlimit: int
                 case_split=o.case_split,
                 lemmas=o.lemmas,
                 solver_options=o.solver_options,
+                strategy=o.strategy,
             ),
         )
         for o in theorem.obligations
@@ -171,6 +172,7 @@ def _run_theorem(theorem: Theorem, variant_name: str, expected: str, rlimit: int
                     case_split=o.case_split,
                     lemmas=o.lemmas,
                     solver_options=o.solver_options,
+                    strategy=o.strategy,
                 )
                 for o in theorem.obligations
             ]

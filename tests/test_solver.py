@@ -235,3 +235,16 @@ def test_each_theorem_run_is_decided_in_a_fresh_z3_context():
     again = run_theorem(CATALOGUE["split-bounds"], "pr457", PROVED)
     assert (again.rlimit, again.hypotheses_used) == (first.rlimit, first.hypotheses_used)
     assert z3.main_ctx() is before
+
+
+def test_the_strategy_names_how_z3_solves_and_reaches_the_smt2():
+    def formula(variant, x):
+        return Claim(hypotheses={"a positive": x["a"] >= 1}, goal=x["a"] * x["a"] > 0)
+
+    core = decide(formula, (A,), None)
+    default = decide(formula, (A,), None, strategy="default")
+    assert core.verdict == default.verdict == PROVED
+    assert core.smt2.rstrip().endswith("(check-sat-using smt)")  # `z3 FILE` poses it to the SMT core alone
+    assert default.smt2.rstrip().endswith("(check-sat)")
+    wrong = decide(formula, (A,), None, strategy="fastest")
+    assert wrong.verdict == ERROR and "unknown solver strategy 'fastest'" in wrong.reason

@@ -20,6 +20,7 @@ class Obligation:
     # Z3 parameters for every query of this obligation, as (name, value):
     # which core suits a query is measured per obligation, not global.
     solver_options: tuple[tuple[str, object], ...] = ()
+    strategy: str = "core"  # how Z3 solves its queries (proofs.solver.STRATEGIES)
 
 
 @dataclass(frozen=True)
