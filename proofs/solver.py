@@ -32,6 +32,8 @@ DEFAULT_RLIMIT = 20_000_000
 SIZE_LADDER = ((1, 2), (1, 2, 3, 4), (1, 2, 3, 4, 6, 8, 16), (16, 128, 768, 3840, 4096, 12288))
 SPURIOUS_RETRIES = 8  # inputs excluded after a counterexample that does not replay
 CORE_RLIMIT = 300_000  # per deletion check when minimising a proof's hypotheses, at most
+# A deletion query can cost more than a proof that was quick: the config
+# theorems' took 60,000 to 90,000 after proofs of under 30,000.
 CORE_MIN_RLIMIT = 150_000
 VACUITY_RLIMIT = 100_000  # the hypotheses' first consistency check, before any search
 LADDER_TRIES = 12  # concrete geometries tried per rung
@@ -320,8 +322,10 @@ class _Problem:
     def check(self, solver: z3.Solver, *extra) -> z3.CheckSatResult:
         """The solver's answer; `last_reason` says why, when unknown."""
         cache = _queries.get()
-        key = QueryCache.key(solver, extra) if cache is not None else ""
         if cache is not None:
+            # The same text under another strategy, parameters or seed might
+            # be decided where this one was not.
+            key = f"{self.strategy} {self.solver_options} {self.seed}\n{QueryCache.key(solver, extra)}"
             found = cache.lookup(key, solver.rlimit_cap)
             if found is not None:
                 self.reused += 1
