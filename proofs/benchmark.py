@@ -10,7 +10,7 @@ ratios, not the absolute seconds of one machine with another's.
 1. The catalogue: `gridproof prove`'s own run of tier ci (and, with
    --all-tiers, of every tier): wall time, total rlimit, entries by verdict.
 2. The encoding: every ci-tier obligation decided as the runner decides it
-   (same budget, same refute-first choice, same case split), once with
+   (same budget, refute-first choice, case split and strategy), once with
    gridproof's quotient/remainder witnesses and once with Z3's own `/` and `%`
    on symbolic divisors (`naive=True`), side by side, UNKNOWNs counted.
 3. The refutation race: every mutant with each theorem the manifest says
