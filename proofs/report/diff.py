@@ -7,7 +7,8 @@ Each regression is one line that names the theorem, the variant and what changed
 - HYPOTHESIS: a proof now uses a hypothesis it did not use before (its unsat core grew), or the theorem
   gained a hypothesis (a weaker statement);
 - RLIMIT: the solver's work grew by more than the threshold, and by more than RLIMIT_NOISE units (the
-  count drifts by a few thousand with what ran before it in the same process);
+  count drifts between runs on Z3's default strategy, and with the queries a theorem's earlier variants
+  answered);
 - FAILING: an entry that passed now fails for another reason (an ablation that no longer refutes);
 - REMOVED: an obligation of the old run is gone, when both runs selected the same obligations.
 
