@@ -186,7 +186,7 @@ def _run_theorem(theorem: Theorem, variant_name: str, expected: str, rlimit: int
         rlimit=spent,
         seconds=round(time.perf_counter() - started, 3),
         hypotheses_used=used,
-        hypotheses=_hypothesis_names(theorem, variant),
+        hypotheses=_hypothesis_names(theorem, variant, [out for _, out in outcomes]),
         counterexample=counterexample,
         reason=reason,
         ablations=ablations,
@@ -240,15 +240,19 @@ def _combine(theorem: Theorem, outcomes: list) -> tuple[str, str, dict | None, l
     return UNKNOWN, "; ".join(unknown), None, []
 
 
-def _hypothesis_names(theorem: Theorem, variant) -> list[str]:
+def _hypothesis_names(theorem: Theorem, variant, outcomes: list[Outcome]) -> list[str]:
+    """Every obligation's hypotheses in order: as its decision read them, or,
+    when it built no symbolic claim (a probe refuted it first), read again."""
     from models import arith
     from proofs.solver import symbolic_inputs
 
     names: list[str] = []
-    for obligation in theorem.obligations:
-        with arith.symbolic_context():
-            claim = obligation.formula(variant, symbolic_inputs(obligation.variables))
-        names += [n for n in claim.hypotheses if n not in names]
+    for obligation, outcome in zip(theorem.obligations, outcomes, strict=True):
+        read = outcome.hypothesis_names
+        if read is None:
+            with arith.symbolic_context():
+                read = list(obligation.formula(variant, symbolic_inputs(obligation.variables)).hypotheses)
+        names += [n for n in read if n not in names]
     return names
 
 

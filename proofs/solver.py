@@ -82,6 +82,7 @@ class Outcome:
     reason: str = ""
     smt2: str = ""
     reused: int = 0  # queries answered from an identical query posed before (QueryCache)
+    hypothesis_names: list[str] | None = None  # the claim's, in order, when it was read symbolically
 
 
 class QueryCache:
@@ -240,6 +241,7 @@ def decide(
     budget.charge()
     outcome.rlimit = budget.used
     outcome.reused = problem.reused if problem is not None else 0
+    outcome.hypothesis_names = problem.hypothesis_names if problem is not None else None
     outcome.seconds = time.perf_counter() - started
     return outcome
 
@@ -269,6 +271,8 @@ class _Encoding:
         if unknown:
             raise ValueError(f"cannot drop unknown hypotheses {sorted(unknown)}")
         self.context = context
+        if problem.hypothesis_names is None:
+            problem.hypothesis_names = list(self.claim.hypotheses)
         self.hypotheses = {n: _bool(h) for n, h in self.claim.hypotheses.items() if n not in problem.drop}
         self.goal = z3.And(_bool(self.claim.goal), *context.obligations)
         self.problem = problem
@@ -318,6 +322,7 @@ class _Problem:
     strategy: str = "core"
     reused: int = 0
     last_reason: str = ""
+    hypothesis_names: list[str] | None = None
 
     def check(self, solver: z3.Solver, *extra) -> z3.CheckSatResult:
         """The solver's answer; `last_reason` says why, when unknown."""
