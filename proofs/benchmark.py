@@ -44,8 +44,16 @@ from pathlib import Path
 from models.variants import get_variant
 from proofs.catalog import CATALOGUE, Obligation
 from proofs.prove import run_catalogue
-from proofs.runner import VERDICTS, NothingSelected, load_manifest, model_sources_hash, plan_runs, run_theorem
-from proofs.solver import REFUTED, UNKNOWN, Kind, decide, replay
+from proofs.runner import (
+    VERDICTS,
+    NothingSelected,
+    decide_obligation,
+    load_manifest,
+    model_sources_hash,
+    plan_runs,
+    run_theorem,
+)
+from proofs.solver import REFUTED, UNKNOWN, Kind, replay
 
 HEADLINE = "prefill-published-on-target-boundaries"
 KIMI_LABEL = "Kimi-K3 misalignment"
@@ -123,18 +131,7 @@ def bench_encoding(theorems: tuple[str, ...] | None, tier: str = "ci") -> None:
         for o in run.theorem.obligations:
             cells = []
             for naive in (False, True):
-                out = decide(
-                    o.formula,
-                    o.variables,
-                    variant,
-                    run.rlimit,
-                    refute_first=run.expected == REFUTED,
-                    case_split=o.case_split,
-                    naive=naive,
-                    lemmas=o.lemmas,
-                    solver_options=o.solver_options,
-                    strategy=o.strategy,
-                )
+                out = decide_obligation(o, variant, run.rlimit, refute_first=run.expected == REFUTED, naive=naive)
                 total = totals[naive]
                 total[0] += out.rlimit
                 total[1] += out.seconds
@@ -208,17 +205,7 @@ def gridproof_refute(prop: Property) -> tuple[Search, float]:
     and the whole theorem's run (run_theorem), which for the headline also
     decides the step lemma before the trace search."""
     o = prop.obligation
-    out = decide(
-        o.formula,
-        o.variables,
-        get_variant(prop.variant),
-        prop.rlimit,
-        refute_first=True,
-        case_split=o.case_split,
-        lemmas=o.lemmas,
-        solver_options=o.solver_options,
-        strategy=o.strategy,
-    )
+    out = decide_obligation(o, get_variant(prop.variant), prop.rlimit, refute_first=True)
     found = out.verdict == REFUTED
     note = "" if found else f"{out.verdict}: {out.reason[:80]}"
     search = Search(found, out.seconds, note, out.counterexample, {"rlimit": out.rlimit})

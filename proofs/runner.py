@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from models.variants import MUTANTS, VARIANTS, get_variant
-from proofs.catalog import CATALOGUE, Theorem
+from proofs.catalog import CATALOGUE, Obligation, Theorem
 from proofs.solver import DEFAULT_RLIMIT, ERROR, PROVED, REFUTED, UNKNOWN, VACUOUS, Outcome, decide, fresh_context
 
 MANIFEST = Path(__file__).parent / "manifest.toml"
@@ -125,29 +125,14 @@ def _run_theorem(theorem: Theorem, variant_name: str, expected: str, rlimit: int
     started = time.perf_counter()
     refute_first = expected == REFUTED
     outcomes = [
-        (
-            o,
-            decide(
-                o.formula,
-                o.variables,
-                variant,
-                rlimit,
-                refute_first=refute_first,
-                seed=seed,
-                case_split=o.case_split,
-                lemmas=o.lemmas,
-                solver_options=o.solver_options,
-                strategy=o.strategy,
-            ),
-        )
-        for o in theorem.obligations
+        (o, decide_obligation(o, variant, rlimit, refute_first=refute_first, seed=seed)) for o in theorem.obligations
     ]
     verdict, reason, counterexample, used = _combine(theorem, outcomes)
     spent = sum(out.rlimit for _, out in outcomes)
     reused = sum(out.reused for _, out in outcomes)
     if verdict == UNKNOWN and theorem.trace_search is not None and any(o.verdict == REFUTED for _, o in outcomes):
         search = theorem.trace_search
-        found = decide(search.formula, search.variables, variant, rlimit, refute_first=True, seed=seed)
+        found = decide_obligation(search, variant, rlimit, refute_first=True, seed=seed)
         spent += found.rlimit
         reused += found.reused
         if found.verdict == REFUTED:
@@ -161,19 +146,7 @@ def _run_theorem(theorem: Theorem, variant_name: str, expected: str, rlimit: int
     if verdict == PROVED:
         for hypothesis in theorem.ablate:
             dropped = [
-                decide(
-                    o.formula,
-                    o.variables,
-                    variant,
-                    rlimit,
-                    drop=[hypothesis],
-                    refute_first=True,
-                    seed=seed,
-                    case_split=o.case_split,
-                    lemmas=o.lemmas,
-                    solver_options=o.solver_options,
-                    strategy=o.strategy,
-                )
+                decide_obligation(o, variant, rlimit, drop=[hypothesis], refute_first=True, seed=seed)
                 for o in theorem.obligations
             ]
             ablations[hypothesis] = REFUTED if any(d.verdict == REFUTED for d in dropped) else dropped[0].verdict
@@ -198,6 +171,23 @@ def _run_theorem(theorem: Theorem, variant_name: str, expected: str, rlimit: int
         tier=tier,
         source=formula_location(theorem.obligations[0].formula),
         smt2={o.name: out.smt2 for o, out in outcomes if out.smt2},
+    )
+
+
+def decide_obligation(obligation: Obligation, variant, rlimit: int, **options) -> Outcome:
+    """`solver.decide` on an obligation, as its theorem says to decide it
+    (case split, lemma families, Z3 parameters, strategy); `options` are the
+    run's own (refute-first, seed, hypotheses dropped, naive encoding)."""
+    return decide(
+        obligation.formula,
+        obligation.variables,
+        variant,
+        rlimit,
+        case_split=obligation.case_split,
+        lemmas=obligation.lemmas,
+        solver_options=obligation.solver_options,
+        strategy=obligation.strategy,
+        **options,
     )
 
 
