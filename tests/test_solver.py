@@ -2,6 +2,7 @@
 only PROVED and REFUTED-with-replay count as decided."""
 
 from models import arith
+from proofs import solver
 from proofs.runner import Entry
 from proofs.solver import (
     ERROR,
@@ -29,6 +30,26 @@ def test_proved_names_exactly_the_hypotheses_it_used():
     outcome = decide(formula, (A, B), None)
     assert outcome.verdict == PROVED
     assert outcome.hypotheses_used == ["a positive"]
+
+
+def test_deletion_checks_are_not_posed_far_below_the_proofs_cost(monkeypatch):
+    def formula(variant, x):
+        return Claim(hypotheses={"a positive": x["a"] >= 1, "b irrelevant": x["b"] >= 0}, goal=x["a"] > 0)
+
+    posed = []
+    check = solver._Problem.check
+    monkeypatch.setattr(solver._Problem, "check", lambda self, *args: posed.append(1) or check(self, *args))
+    assert decide(formula, (A, B), None).hypotheses_used == ["a positive"]
+    with_deletion = len(posed)
+    posed.clear()
+    # With the ratio at 0 every proof costs too much for its deletion checks:
+    # the whole set is kept, sufficient though not minimal, and the two
+    # deletion queries are not posed.
+    monkeypatch.setattr(solver, "CORE_HOPELESS_RATIO", 0)
+    outcome = decide(formula, (A, B), None)
+    assert outcome.verdict == PROVED
+    assert outcome.hypotheses_used == ["a positive", "b irrelevant"]
+    assert len(posed) == with_deletion - 2
 
 
 def test_refuted_counterexample_replays_on_the_concrete_model():
