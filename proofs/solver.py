@@ -98,23 +98,25 @@ class QueryCache:
     (they come from term ids), so equal keys are equal queries. Only answers
     that hold whatever the budget are kept: unsat, and unknown with the rlimit
     it was reached under, reused under a budget no larger. A sat answer needs
-    its model, so that query is always posed."""
+    its model, so that query is always posed. Each answer keeps the rlimit it
+    cost, which the minimisation reads as the proof's own cost."""
 
     def __init__(self) -> None:
-        self._answers: dict[str, tuple[z3.CheckSatResult, int, str]] = {}
+        self._answers: dict[str, tuple[z3.CheckSatResult, int, str, int]] = {}
 
-    def lookup(self, key: str, cap: int) -> tuple[z3.CheckSatResult, str] | None:
+    def lookup(self, key: str, cap: int) -> tuple[z3.CheckSatResult, str, int] | None:
+        """The answer, why it is unknown (if it is), and what it cost."""
         found = self._answers.get(key)
         if found is None:
             return None
-        answer, reached_under, reason = found
+        answer, reached_under, reason, cost = found
         if answer == z3.unsat or cap <= reached_under:
-            return answer, reason
+            return answer, reason, cost
         return None
 
-    def store(self, key: str, answer: z3.CheckSatResult, cap: int, reason: str) -> None:
+    def store(self, key: str, answer: z3.CheckSatResult, cap: int, reason: str, cost: int) -> None:
         if answer != z3.sat:
-            self._answers[key] = (answer, cap, reason)
+            self._answers[key] = (answer, cap, reason, cost)
 
     @staticmethod
     def key(solver: z3.Solver, extra: Sequence[z3.ExprRef]) -> str:
@@ -327,10 +329,12 @@ class _Problem:
     strategy: str = "core"
     reused: int = 0
     last_reason: str = ""
+    last_cost: int = 0  # the rlimit the last answer cost when it was decided, reused or not
     hypothesis_names: list[str] | None = None
 
     def check(self, solver: z3.Solver, *extra) -> z3.CheckSatResult:
-        """The solver's answer; `last_reason` says why, when unknown."""
+        """The solver's answer; `last_reason` says why, when unknown, and
+        `last_cost` what it cost."""
         cache = _queries.get()
         if cache is not None:
             # The same text under another strategy, parameters or seed might
@@ -339,13 +343,15 @@ class _Problem:
             found = cache.lookup(key, solver.rlimit_cap)
             if found is not None:
                 self.reused += 1
-                answer, self.last_reason = found
+                answer, self.last_reason, self.last_cost = found
                 return answer
+        before = self.budget.used
         answer = solver.check(*extra)
         self.budget.charge()
+        self.last_cost = self.budget.used - before
         self.last_reason = solver.reason_unknown() if answer == z3.unknown else ""
         if cache is not None:
-            cache.store(key, answer, solver.rlimit_cap, self.last_reason)
+            cache.store(key, answer, solver.rlimit_cap, self.last_reason, self.last_cost)
         return answer
 
     def decide(self, case_split: tuple[str, ...], refute_first: bool) -> Outcome:
@@ -414,9 +420,10 @@ class _Problem:
         negated = encoding.solver(tracked=False)
         negated.add(z3.Not(encoding.goal))
         smt2 = self._smt2(negated)
-        before = self.budget.used
         answer = self.check(negated)
-        proof_cost = self.budget.used - before
+        # What the proof cost when first decided: a reused answer sizes the
+        # deletion checks as the same query decided alone would.
+        proof_cost = self.last_cost
         spurious = None
         for _ in range(SPURIOUS_RETRIES):
             if answer != z3.sat:

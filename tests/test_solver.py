@@ -210,16 +210,32 @@ def test_an_identical_query_is_answered_once_within_shared_queries():
     assert (again.verdict, again.hypotheses_used) == (first.verdict, first.hypotheses_used) == (PROVED, ["a positive"])
 
 
+def test_a_reused_proof_sizes_its_minimisation_as_when_it_was_decided(monkeypatch):
+    # A reused answer costs nothing now; read as the proof's cost, that would
+    # pose deletion checks the same proof decided alone does not.
+    monkeypatch.setattr(solver, "CORE_HOPELESS_RATIO", 0)
+
+    def formula(variant, x):
+        return Claim(hypotheses={"a positive": x["a"] >= 1, "b irrelevant": x["b"] >= 0}, goal=x["a"] > 0)
+
+    alone = decide(formula, (A, B), None)
+    with shared_queries():
+        decide(formula, (A, B), None)
+        again = decide(formula, (A, B), None)
+    assert again.reused > 0
+    assert again.hypotheses_used == alone.hypotheses_used == ["a positive", "b irrelevant"]
+
+
 def test_the_query_cache_keeps_unsat_and_unknown_under_its_budget_only():
     import z3
 
     cache = QueryCache()
-    cache.store("q1", z3.unknown, 100, "canceled")
-    cache.store("q2", z3.unsat, 100, "")
-    cache.store("q3", z3.sat, 100, "")
-    assert cache.lookup("q1", 50) == (z3.unknown, "canceled")
+    cache.store("q1", z3.unknown, 100, "canceled", 100)
+    cache.store("q2", z3.unsat, 100, "", 42)
+    cache.store("q3", z3.sat, 100, "", 7)
+    assert cache.lookup("q1", 50) == (z3.unknown, "canceled", 100)
     assert cache.lookup("q1", 200) is None  # a larger budget might decide it
-    assert cache.lookup("q2", 10**9) == (z3.unsat, "")
+    assert cache.lookup("q2", 10**9) == (z3.unsat, "", 42)
     assert cache.lookup("q3", 100) is None  # a sat answer needs its model
 
 
