@@ -237,11 +237,11 @@ THEOREMS = (
                 restorable_below_lcp,
                 # Measured for pr457-guarded, the proof queries alone: 9 s with
                 # these 2 flags; 17 s with "annotated" too, 48 s with the
-                # sharding flags as well; 52 s on "explicit" and "annotated";
-                # none of 2 minutes on "annotated" and "eagle_drop", on
-                # "eagle_drop" alone or with no case split.
+                # sharding flags as well; 52 s on "explicit" and "annotated".
+                # No answer within a minute on "annotated" and "eagle_drop" or
+                # on "eagle_drop" alone, nor within two with no case split.
                 case_split=("explicit", "eagle_drop"),
-                # The SMT core alone: 41 s on these 2 flags, and 46 s on 3.
+                # The SMT core alone: 41 s on these 2 flags, 69 s on 3.
                 strategy="default",
             ),
         ),
