@@ -100,6 +100,8 @@ def render_table(entries, result) -> str:
         detail = []
         if e.hypotheses_used or e.verdict == "PROVED":
             detail.append(f"used: {', '.join(e.hypotheses_used) or '(no hypothesis)'}")
+        if e.hypotheses_unconfirmed:
+            detail.append(f"kept without a decided deletion check: {', '.join(e.hypotheses_unconfirmed)}")
         if e.counterexample:
             detail.append("counterexample: " + ", ".join(f"{k}={v}" for k, v in e.counterexample.items()))
         if e.reason:

@@ -81,6 +81,9 @@ class Entry:
     rlimit: int
     seconds: float
     hypotheses_used: list[str] = field(default_factory=list)
+    # Of those, the ones kept without a deletion check that decided: while it
+    # is not empty, the set is sufficient but not shown minimal.
+    hypotheses_unconfirmed: list[str] = field(default_factory=list)
     hypotheses: list[str] = field(default_factory=list)
     counterexample: dict | None = None
     reason: str = ""
@@ -127,7 +130,7 @@ def _run_theorem(theorem: Theorem, variant_name: str, expected: str, rlimit: int
     outcomes = [
         (o, decide_obligation(o, variant, rlimit, refute_first=refute_first, seed=seed)) for o in theorem.obligations
     ]
-    verdict, reason, counterexample, used = _combine(theorem, outcomes)
+    verdict, reason, counterexample, used, unconfirmed = _combine(theorem, outcomes)
     spent = sum(out.rlimit for _, out in outcomes)
     reused = sum(out.reused for _, out in outcomes)
     if verdict == UNKNOWN and theorem.trace_search is not None and any(o.verdict == REFUTED for _, o in outcomes):
@@ -159,6 +162,7 @@ def _run_theorem(theorem: Theorem, variant_name: str, expected: str, rlimit: int
         rlimit=spent,
         seconds=round(time.perf_counter() - started, 3),
         hypotheses_used=used,
+        hypotheses_unconfirmed=unconfirmed,
         hypotheses=_hypothesis_names(theorem, variant, [out for _, out in outcomes]),
         counterexample=counterexample,
         reason=reason,
@@ -214,20 +218,24 @@ def model_sources_hash() -> str:
     return digest.hexdigest()
 
 
-def _combine(theorem: Theorem, outcomes: list) -> tuple[str, str, dict | None, list[str]]:
+def _combine(theorem: Theorem, outcomes: list) -> tuple[str, str, dict | None, list[str], list[str]]:
+    """Verdict, reason, counterexample, hypotheses used and, of those, the unconfirmed."""
     for bad in (ERROR, VACUOUS):
         for obligation, out in outcomes:
             if out.verdict == bad:
-                return bad, f"{obligation.name}: {out.reason}", out.counterexample, []
+                return bad, f"{obligation.name}: {out.reason}", out.counterexample, [], []
     if all(out.verdict == PROVED for _, out in outcomes):
         many = len(outcomes) > 1
-        used = sorted({(f"{o.name}: {h}" if many else h) for o, out in outcomes for h in out.hypotheses_used})
-        return PROVED, "", None, used
+
+        def named(attribute: str) -> list[str]:
+            return sorted({(f"{o.name}: {h}" if many else h) for o, out in outcomes for h in getattr(out, attribute)})
+
+        return PROVED, "", None, named("hypotheses_used"), named("hypotheses_unconfirmed")
     for _obligation, out in outcomes:
         if out.verdict == REFUTED and theorem.trace_search is None:
-            return REFUTED, out.reason, out.counterexample, []
+            return REFUTED, out.reason, out.counterexample, [], []
     unknown = [f"{o.name}: {out.reason}" for o, out in outcomes if out.verdict != PROVED]
-    return UNKNOWN, "; ".join(unknown), None, []
+    return UNKNOWN, "; ".join(unknown), None, [], []
 
 
 def _hypothesis_names(theorem: Theorem, variant, outcomes: list[Outcome]) -> list[str]:

@@ -82,6 +82,9 @@ class Outcome:
     rlimit: int = 0
     seconds: float = 0.0
     hypotheses_used: list[str] = field(default_factory=list)
+    # Used hypotheses kept without a deletion check that decided (unknown at
+    # its cap, or not posed for the proof's cost): the set may not be minimal.
+    hypotheses_unconfirmed: list[str] = field(default_factory=list)
     counterexample: dict[str, int | bool] | None = None
     reason: str = ""
     smt2: str = ""
@@ -370,6 +373,7 @@ class _Problem:
                 outcome.reason = _case_label(case) + outcome.reason
                 return outcome
         used: set[str] = set()
+        unconfirmed: set[str] = set()
         admitted = 0
         smt2 = ""
         for case in cases:
@@ -382,13 +386,14 @@ class _Problem:
                 out.reason = label + out.reason
                 return out
             used.update(out.hypotheses_used)
+            unconfirmed.update(out.hypotheses_unconfirmed)
             smt2 = smt2 or out.smt2
         if admitted == 0:
             return Outcome(VACUOUS, reason="the hypotheses exclude every case")
         covers = self._check_covers()
         if covers is not None:
             return covers
-        return Outcome(PROVED, hypotheses_used=sorted(used), smt2=smt2)
+        return Outcome(PROVED, hypotheses_used=sorted(used), hypotheses_unconfirmed=sorted(unconfirmed), smt2=smt2)
 
     def _decide_case(self, case: dict, searched: bool, known_needed: set[str] = frozenset()) -> Outcome:
         """`searched`: the cheap refuters have already failed on this case."""
@@ -412,7 +417,7 @@ class _Problem:
                 if answer == z3.unknown:
                     return Outcome(UNKNOWN, reason=f"hypotheses alone: {self.last_reason}")
         if answer == z3.unsat:
-            core = self._core(encoding, z3.BoolVal(True))
+            core, _ = self._core(encoding, z3.BoolVal(True))
             return Outcome(VACUOUS, reason=f"the hypotheses contradict each other: {', '.join(core)}")
         # Untracked: naming hypotheses for an unsat core blocks the solver's
         # equality solving, and measured slower by orders of magnitude here.
@@ -448,8 +453,8 @@ class _Problem:
                 if found is not None:
                     return self._refuted(found[1], "")
             return Outcome(UNKNOWN, reason=f"goal: {reason}", smt2=smt2)
-        used = self._core(encoding, z3.Not(encoding.goal), proof_cost, known_needed)
-        return Outcome(PROVED, hypotheses_used=used, smt2=smt2)
+        used, unconfirmed = self._core(encoding, z3.Not(encoding.goal), proof_cost, known_needed)
+        return Outcome(PROVED, hypotheses_used=used, hypotheses_unconfirmed=unconfirmed, smt2=smt2)
 
     def _smt2(self, solver: z3.Solver) -> str:
         """The query as SMT-LIB, with the obligation's solver options, so
@@ -466,7 +471,7 @@ class _Problem:
         negated_goal: z3.BoolRef,
         proof_cost: int = CORE_RLIMIT,
         known_needed: set[str] = frozenset(),
-    ) -> list[str]:
+    ) -> tuple[list[str], list[str]]:
         """The hypotheses a proof used, minimal by deletion: drop each in
         turn and keep it out if the rest still prove the goal. Every set
         reported was itself checked unsat. A check that does not finish within
@@ -474,17 +479,23 @@ class _Problem:
         sufficient, though perhaps not minimal; so is the whole set when the
         proof cost more than CORE_HOPELESS_RATIO times the check's cap.
         `known_needed` (an earlier case's core, which the reported union holds
-        anyway) is kept unchecked."""
+        anyway) is kept unchecked. Returns the set and those of it kept
+        without a check that decided."""
         limit = min(CORE_RLIMIT, max(CORE_MIN_RLIMIT, 3 * proof_cost))
         needed = dict(encoding.hypotheses)
+        to_check = [n for n in needed if n not in known_needed]
         if proof_cost > CORE_HOPELESS_RATIO * limit:
-            return sorted(needed)
-        for name in [n for n in needed if n not in known_needed]:
+            return sorted(needed), sorted(to_check)
+        unconfirmed = []
+        for name in to_check:
             trial = encoding.solver(tracked=False, limit=limit, only=set(needed) - {name})
             trial.add(negated_goal)
-            if self.check(trial) == z3.unsat:
+            answer = self.check(trial)
+            if answer == z3.unsat:
                 del needed[name]
-        return sorted(needed)
+            elif answer == z3.unknown:
+                unconfirmed.append(name)
+        return sorted(needed), sorted(unconfirmed)
 
     def _refute_small(self, cases: list[dict]) -> tuple[dict, dict] | None:
         """A case and a replaying counterexample in it, from the cheap

@@ -230,6 +230,13 @@ def test_summary_fits_one_screen_however_large_the_run(mixed):
     assert "more" in summary  # what was cut says where the rest is
 
 
+def test_report_marks_a_used_hypothesis_whose_deletion_check_did_not_decide(mixed):
+    mixed["entries"][1]["hypotheses_unconfirmed"] = ["block sizes positive"]
+    report = render_report(mixed)
+    assert "| block sizes positive | **used** | **used?** | – |" in report
+    assert "**used?** = kept, its deletion check undecided" in report
+
+
 def test_report_shows_statement_hypotheses_verdicts_and_reproduce(mixed):
     report = render_report(mixed)
     assert "> split-default-equivalence: a statement in words. Second sentence." in report

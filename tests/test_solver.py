@@ -30,6 +30,7 @@ def test_proved_names_exactly_the_hypotheses_it_used():
     outcome = decide(formula, (A, B), None)
     assert outcome.verdict == PROVED
     assert outcome.hypotheses_used == ["a positive"]
+    assert outcome.hypotheses_unconfirmed == []  # every deletion check decided
 
 
 def test_deletion_checks_are_not_posed_far_below_the_proofs_cost(monkeypatch):
@@ -49,6 +50,7 @@ def test_deletion_checks_are_not_posed_far_below_the_proofs_cost(monkeypatch):
     outcome = decide(formula, (A, B), None)
     assert outcome.verdict == PROVED
     assert outcome.hypotheses_used == ["a positive", "b irrelevant"]
+    assert outcome.hypotheses_unconfirmed == ["a positive", "b irrelevant"]  # so the report says
     assert len(posed) == with_deletion - 2
 
 

@@ -115,8 +115,8 @@ def render_summary(result: dict) -> str:
     return "\n".join(lines[:SUMMARY_MAX_LINES]) + "\n"
 
 
-def _uses(entry: dict, hypothesis: str) -> bool:
-    used = entry.get("hypotheses_used", [])
+def _uses(entry: dict, hypothesis: str, key: str = "hypotheses_used") -> bool:
+    used = entry.get(key, [])
     return hypothesis in used or any(u.endswith(f": {hypothesis}") for u in used)
 
 
@@ -125,7 +125,9 @@ def hypothesis_mark(entry: dict | None, hypothesis: str) -> str:
         return "n/a"
     if entry["verdict"] != "PROVED":
         return "–"
-    return "**used**" if _uses(entry, hypothesis) else "unused"
+    if not _uses(entry, hypothesis):
+        return "unused"
+    return "**used?**" if _uses(entry, hypothesis, "hypotheses_unconfirmed") else "**used**"
 
 
 def format_value(value: object) -> str:
@@ -161,7 +163,8 @@ def render_theorem(theorem: str, group: list[dict]) -> list[str]:
         hypotheses += [h for h in e.get("hypotheses", []) if h not in hypotheses]
     if hypotheses and real:
         lines += [
-            "Hypotheses: **used** = in the unsat core of the proof; unused = the proof did not need it; "
+            "Hypotheses: **used** = the proof needs it (without it the rest did not suffice); **used?** = "
+            "kept, its deletion check undecided; unused = the proof did not need it; "
             "– = no proof (the verdict is not PROVED).",
             "",
             "| hypothesis | " + " | ".join(cell(e["variant"]) for e in real) + " |",
