@@ -173,8 +173,9 @@ def _theorem(theorem: str, group: list[dict]) -> str:
             for h in hypotheses
         )
         out.append(
-            '<p class="muted">Hypotheses: <b>used</b> = the proof needs it; <b>used?</b> = kept, its deletion '
-            "check undecided; unused = not needed; – = no proof to use it (the verdict is not PROVED).</p>"
+            '<p class="muted">Hypotheses: <b>used</b> = needed (without it, Z3 found a model of the rest that '
+            "misses the goal); <b>used?</b> = kept, its deletion check undecided; unused = not needed; "
+            "– = no proof to use it (the verdict is not PROVED).</p>"
             f"<table>{head}{body}</table>"
         )
     for e in group:

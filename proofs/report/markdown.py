@@ -163,8 +163,8 @@ def render_theorem(theorem: str, group: list[dict]) -> list[str]:
         hypotheses += [h for h in e.get("hypotheses", []) if h not in hypotheses]
     if hypotheses and real:
         lines += [
-            "Hypotheses: **used** = the proof needs it (without it the rest did not suffice); **used?** = "
-            "kept, its deletion check undecided; unused = the proof did not need it; "
+            "Hypotheses: **used** = needed (without it, Z3 found a model of the rest that misses the goal); "
+            "**used?** = kept, its deletion check undecided; unused = the proof did not need it; "
             "– = no proof (the verdict is not PROVED).",
             "",
             "| hypothesis | " + " | ".join(cell(e["variant"]) for e in real) + " |",
