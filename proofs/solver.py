@@ -121,8 +121,9 @@ class QueryCache:
             self._answers[key] = (answer, cap, reason, cost)
 
     @staticmethod
-    def key(solver: z3.Solver, extra: Sequence[z3.ExprRef]) -> str:
-        text = solver.to_smt2() + "".join(f"(assume {e.sexpr()})" for e in extra)
+    def key(solver: z3.Solver, extra: Sequence[z3.ExprRef], smt2: str | None = None) -> str:
+        """`smt2`: the solver's to_smt2() text, when the caller has it already."""
+        text = (solver.to_smt2() if smt2 is None else smt2) + "".join(f"(assume {e.sexpr()})" for e in extra)
         names: dict[str, str] = {}
         return _LET_NAME.sub(lambda m: names.setdefault(m.group(0), f"?n{len(names)}"), text)
 
@@ -334,14 +335,15 @@ class _Problem:
     last_cost: int = 0  # the rlimit the last answer cost when it was decided, reused or not
     hypothesis_names: list[str] | None = None
 
-    def check(self, solver: z3.Solver, *extra) -> z3.CheckSatResult:
+    def check(self, solver: z3.Solver, *extra, smt2: str | None = None) -> z3.CheckSatResult:
         """The solver's answer; `last_reason` says why, when unknown, and
-        `last_cost` what it cost."""
+        `last_cost` what it cost. `smt2`: the solver's to_smt2() text, if
+        already written (it keys the query cache)."""
         cache = _queries.get()
         if cache is not None:
             # The same text under another strategy, parameters or seed might
             # be decided where this one was not.
-            key = f"{self.strategy} {self.solver_options} {self.seed}\n{QueryCache.key(solver, extra)}"
+            key = f"{self.strategy} {self.solver_options} {self.seed}\n{QueryCache.key(solver, extra, smt2)}"
             found = cache.lookup(key, solver.rlimit_cap)
             if found is not None:
                 self.reused += 1
@@ -423,8 +425,10 @@ class _Problem:
         # equality solving, and measured slower by orders of magnitude here.
         negated = encoding.solver(tracked=False)
         negated.add(z3.Not(encoding.goal))
-        smt2 = self._smt2(negated)
-        answer = self.check(negated)
+        # Written once: the exported file and the query cache's key.
+        text = negated.to_smt2()
+        smt2 = self._smt2(text)
+        answer = self.check(negated, smt2=text)
         # What the proof cost when first decided: a reused answer sizes the
         # deletion checks as the same query decided alone would.
         proof_cost = self.last_cost
@@ -456,11 +460,11 @@ class _Problem:
         used, unconfirmed = self._core(encoding, z3.Not(encoding.goal), proof_cost, known_needed)
         return Outcome(PROVED, hypotheses_used=used, hypotheses_unconfirmed=unconfirmed, smt2=smt2)
 
-    def _smt2(self, solver: z3.Solver) -> str:
-        """The query as SMT-LIB, with the obligation's solver options, so
-        that `z3 FILE` poses it as it was posed here."""
+    def _smt2(self, text: str) -> str:
+        """The query (a solver's to_smt2() text) as SMT-LIB to export, with
+        the obligation's solver options, so that `z3 FILE` poses it as it was
+        posed here."""
         options = "".join(f"(set-option :{name} {_smt2_value(value)})\n" for name, value in self.solver_options)
-        text = solver.to_smt2()
         if self.strategy == "core":
             text = _replace_last(text, "(check-sat)", "(check-sat-using smt)")
         return options + text

@@ -39,7 +39,7 @@ def test_deletion_checks_are_not_posed_far_below_the_proofs_cost(monkeypatch):
 
     posed = []
     check = solver._Problem.check
-    monkeypatch.setattr(solver._Problem, "check", lambda self, *args: posed.append(1) or check(self, *args))
+    monkeypatch.setattr(solver._Problem, "check", lambda self, *args, **kw: posed.append(1) or check(self, *args, **kw))
     assert decide(formula, (A, B), None).hypotheses_used == ["a positive"]
     with_deletion = len(posed)
     posed.clear()
