@@ -45,13 +45,35 @@ def test_deletion_checks_are_not_posed_far_below_the_proofs_cost(monkeypatch):
     posed.clear()
     # With the ratio at 0 every proof costs too much for its deletion checks:
     # the whole set is kept, sufficient though not minimal, and the two
-    # deletion queries are not posed.
+    # deletion queries are not posed. The pinned geometry a = 0 still shows
+    # "a positive" needed; nothing shows "b irrelevant" needed, so the report
+    # says it was kept unchecked.
     monkeypatch.setattr(solver, "CORE_HOPELESS_RATIO", 0)
     outcome = decide(formula, (A, B), None)
     assert outcome.verdict == PROVED
     assert outcome.hypotheses_used == ["a positive", "b irrelevant"]
-    assert outcome.hypotheses_unconfirmed == ["a positive", "b irrelevant"]  # so the report says
+    assert outcome.hypotheses_unconfirmed == ["b irrelevant"]
     assert len(posed) == with_deletion - 2
+
+
+def test_a_pinned_geometry_shows_a_hypothesis_needed_where_the_deletion_check_cannot(monkeypatch):
+    # With the deletion checks capped at an rlimit of 1 none decides; the
+    # pinned queries (a = 1 with b = 2, and a = 0) show both needed.
+    def formula(variant, x):
+        return Claim(
+            hypotheses={"a positive": x["a"] >= 1, "a is b": x["a"] == x["b"]},
+            goal=arith.floordiv(x["b"] * x["b"], x["a"]) == x["a"],
+        )
+
+    monkeypatch.setattr(solver, "CORE_RLIMIT", 1)
+    monkeypatch.setattr(solver, "CORE_MIN_RLIMIT", 1)
+    outcome = decide(formula, (A, B), None)
+    assert outcome.verdict == PROVED
+    assert outcome.hypotheses_used == ["a is b", "a positive"]
+    assert outcome.hypotheses_unconfirmed == []
+    monkeypatch.setattr(solver, "PINNED_FIRST", ())
+    monkeypatch.setattr(solver, "PINNED_AFTER", ())
+    assert decide(formula, (A, B), None).hypotheses_unconfirmed == ["a is b", "a positive"]
 
 
 def test_refuted_counterexample_replays_on_the_concrete_model():
