@@ -44,21 +44,21 @@ def test_deletion_checks_are_not_posed_far_below_the_proofs_cost(monkeypatch):
     with_deletion = len(posed)
     posed.clear()
     # With the ratio at 0 every proof costs too much for its deletion checks:
-    # the whole set is kept, sufficient though not minimal, and the two
-    # deletion queries are not posed. The pinned geometry a = 0 still shows
-    # "a positive" needed; nothing shows "b irrelevant" needed, so the report
-    # says it was kept unchecked.
+    # the whole set is kept, sufficient though not minimal. A pinned geometry
+    # (a = 0) shows "a positive" needed, without a deletion check, as before;
+    # the one check posed before, for "b irrelevant", is not, so the report
+    # says that hypothesis was kept unchecked.
     monkeypatch.setattr(solver, "CORE_HOPELESS_RATIO", 0)
     outcome = decide(formula, (A, B), None)
     assert outcome.verdict == PROVED
     assert outcome.hypotheses_used == ["a positive", "b irrelevant"]
     assert outcome.hypotheses_unconfirmed == ["b irrelevant"]
-    assert len(posed) == with_deletion - 2
+    assert len(posed) == with_deletion - 1
 
 
 def test_a_pinned_geometry_shows_a_hypothesis_needed_where_the_deletion_check_cannot(monkeypatch):
     # With the deletion checks capped at an rlimit of 1 none decides; the
-    # pinned queries (a = 1 with b = 2, and a = 0) show both needed.
+    # pinned queries (a = 1 with b not 1, and a = 0) show both needed.
     def formula(variant, x):
         return Claim(
             hypotheses={"a positive": x["a"] >= 1, "a is b": x["a"] == x["b"]},
@@ -71,8 +71,7 @@ def test_a_pinned_geometry_shows_a_hypothesis_needed_where_the_deletion_check_ca
     assert outcome.verdict == PROVED
     assert outcome.hypotheses_used == ["a is b", "a positive"]
     assert outcome.hypotheses_unconfirmed == []
-    monkeypatch.setattr(solver, "PINNED_FIRST", ())
-    monkeypatch.setattr(solver, "PINNED_AFTER", ())
+    monkeypatch.setattr(solver, "PINNED_RANGES", ())
     assert decide(formula, (A, B), None).hypotheses_unconfirmed == ["a is b", "a positive"]
 
 
