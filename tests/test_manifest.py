@@ -28,3 +28,13 @@ def test_slow_must_name_variants_the_theorem_expects(tmp_path):
     broken.write_text(text, encoding="utf-8")
     with pytest.raises(ManifestError, match="prefill-restore-published: slow must list variants"):
         load_manifest(broken)
+
+
+def test_theorems_with_slow_proofs_start_first_whatever_their_budget():
+    from proofs.prove import _start_order
+
+    small_but_slow = [("baseline", "PROVED", 20_000_000, "slow")]
+    large_and_quick = [(f"v{i}", "PROVED", 20_000_000, "ci") for i in range(5)]
+    larger_and_quick = [(f"v{i}", "PROVED", 20_000_000, "ci") for i in range(6)]
+    order = sorted([large_and_quick, small_but_slow, larger_and_quick], key=_start_order)
+    assert order == [small_but_slow, larger_and_quick, large_and_quick]
