@@ -116,6 +116,15 @@ class QueryCache:
 
     def __init__(self) -> None:
         self._answers: dict[str, tuple[z3.CheckSatResult, int, str, int]] = {}
+        self._minimised: dict[str, tuple[list[str], list[str]]] = {}
+
+    def minimised(self, key: str) -> tuple[list[str], list[str]] | None:
+        """A proof's minimised hypotheses (used, unconfirmed), by a key that
+        holds the proof query's."""
+        return self._minimised.get(key)
+
+    def store_minimised(self, key: str, result: tuple[list[str], list[str]]) -> None:
+        self._minimised[key] = result
 
     def lookup(self, key: str, cap: int) -> tuple[z3.CheckSatResult, str, int] | None:
         """The answer, why it is unknown (if it is), and what it cost."""
@@ -344,6 +353,7 @@ class _Problem:
     reused: int = 0
     last_reason: str = ""
     last_cost: int = 0  # the rlimit the last answer cost when it was decided, reused or not
+    last_key: str = ""  # the last query's key in the query cache, if there is one
     hypothesis_names: list[str] | None = None
 
     def check(self, solver: z3.Solver, *extra, smt2: str | None = None) -> z3.CheckSatResult:
@@ -355,6 +365,7 @@ class _Problem:
             # The same text under another strategy, parameters or seed might
             # be decided where this one was not.
             key = f"{self.strategy} {self.solver_options} {self.seed}\n{QueryCache.key(solver, extra, smt2)}"
+            self.last_key = key
             found = cache.lookup(key, solver.rlimit_cap)
             if found is not None:
                 self.reused += 1
@@ -442,7 +453,7 @@ class _Problem:
         answer = self.check(negated, smt2=text)
         # What the proof cost when first decided: a reused answer sizes the
         # deletion checks as the same query decided alone would.
-        proof_cost = self.last_cost
+        proof_cost, proof_key = self.last_cost, self.last_key
         spurious = None
         for _ in range(SPURIOUS_RETRIES):
             if answer != z3.sat:
@@ -468,8 +479,29 @@ class _Problem:
                 if found is not None:
                     return self._refuted(found[1], "")
             return Outcome(UNKNOWN, reason=f"goal: {reason}", smt2=smt2)
-        used, unconfirmed = self._core(encoding, z3.Not(encoding.goal), proof_cost, known_needed)
+        used, unconfirmed = self._minimised(encoding, proof_key, proof_cost, known_needed)
         return Outcome(PROVED, hypotheses_used=used, hypotheses_unconfirmed=unconfirmed, smt2=smt2)
+
+    def _minimised(
+        self, encoding: _Encoding, proof_key: str, proof_cost: int, known_needed: set[str]
+    ) -> tuple[list[str], list[str]]:
+        """_core for a proof, answered once per identical proof query within
+        shared_queries. Deletion queries do not go through the query cache,
+        and after a reused proof Z3's term ids differ from those of the same
+        proof decided alone, so recomputing could report another set than
+        the entry's reproduce command does."""
+        cache = _queries.get()
+        key = ""
+        if cache is not None and proof_key and self.budget.remaining >= CORE_RLIMIT:
+            key = f"minimised {list(encoding.hypotheses)} {sorted(known_needed)} {proof_cost}\n{proof_key}"
+            found = cache.minimised(key)
+            if found is not None:
+                self.reused += 1
+                return found
+        result = self._core(encoding, z3.Not(encoding.goal), proof_cost, known_needed)
+        if key:
+            cache.store_minimised(key, result)
+        return result
 
     def _smt2(self, text: str) -> str:
         """The query (a solver's to_smt2() text) as SMT-LIB to export, with

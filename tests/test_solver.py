@@ -235,6 +235,22 @@ def test_an_identical_query_is_answered_once_within_shared_queries():
     assert (again.verdict, again.hypotheses_used) == (first.verdict, first.hypotheses_used) == (PROVED, ["a positive"])
 
 
+def test_a_reused_proof_reuses_its_minimisation(monkeypatch):
+    # Deletion queries do not go through the query cache; the minimised set
+    # of an identical proof is answered once instead, as the first decided it.
+    def formula(variant, x):
+        return Claim(hypotheses={"a positive": x["a"] >= 1, "b irrelevant": x["b"] >= 0}, goal=x["a"] > 0)
+
+    minimised = []
+    core = solver._Problem._core
+    monkeypatch.setattr(solver._Problem, "_core", lambda self, *args: minimised.append(1) or core(self, *args))
+    with shared_queries():
+        first = decide(formula, (A, B), None)
+        again = decide(formula, (A, B), None)
+    assert len(minimised) == 1
+    assert again.hypotheses_used == first.hypotheses_used == ["a positive"]
+
+
 def test_a_reused_proof_sizes_its_minimisation_as_when_it_was_decided(monkeypatch):
     # A reused answer costs nothing now; read as the proof's cost, that would
     # pose deletion checks the same proof decided alone does not.
