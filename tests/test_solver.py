@@ -43,7 +43,7 @@ def test_deletion_checks_are_not_posed_far_below_the_proofs_cost(monkeypatch):
         solver._DeletionQueries, "check", lambda self, *args: posed.append(args[1]) or check(self, *args)
     )
     assert decide(formula, (A, B), None).hypotheses_used == ["a positive"]
-    # "a positive" is shown needed with a pinned (a = 0), before its check.
+    # A pinned geometry (a = 0) shows "a positive" needed before its check is posed.
     assert posed == ["b irrelevant"]
     posed.clear()
     # With the ratio at 0 every proof costs too much for its deletion checks:
