@@ -197,13 +197,15 @@ def replay(formula: Formula, variant, values: dict[str, int | bool], drop=()) ->
     return True, ""
 
 
-def _resource_count() -> int:
+def _resource_count(checked: z3.Solver | None = None) -> int:
     """Z3's resource counter for this context. It grows with every check,
-    simplification and unsat-core minimisation, cumulatively across solvers;
-    a trivial fresh check reads it."""
-    probe = z3.Solver()
-    probe.check()
-    return int(probe.statistics().get_key_value("rlimit count"))
+    simplification and unsat-core minimisation, cumulatively across solvers.
+    A solver's statistics read it as of its last check: `checked`, if it was
+    the last thing Z3 did, or else a trivial fresh check (a millisecond)."""
+    if checked is None:
+        checked = z3.Solver()
+        checked.check()
+    return int(checked.statistics().get_key_value("rlimit count"))
 
 
 class _Budget:
@@ -218,8 +220,9 @@ class _Budget:
     def remaining(self) -> int:
         return self.limit - self.used
 
-    def charge(self) -> None:
-        self.used = _resource_count() - self.start
+    def charge(self, checked: z3.Solver | None = None) -> None:
+        """`checked`: the solver just checked, when nothing has run since."""
+        self.used = _resource_count(checked) - self.start
 
 
 def decide(
@@ -373,7 +376,7 @@ class _Problem:
                 return answer
         before = self.budget.used
         answer = solver.check(*extra)
-        self.budget.charge()
+        self.budget.charge(solver)
         self.last_cost = self.budget.used - before
         self.last_reason = solver.reason_unknown() if answer == z3.unknown else ""
         if cache is not None:
@@ -695,7 +698,7 @@ class _DeletionQueries:
 
     def _check(self, solver: z3.Solver, kept: dict, name: str) -> z3.CheckSatResult:
         answer = solver.check(*(self.holds[n] for n in kept if n != name), self.fails[name])
-        self.problem.budget.charge()
+        self.problem.budget.charge(solver)
         return answer
 
     def _solver(self, pins: tuple[int, int] | None, limit: int) -> z3.Solver:
