@@ -241,8 +241,6 @@ THEOREMS = (
                 # No answer within a minute on "annotated" and "eagle_drop" or
                 # on "eagle_drop" alone, nor within two with no case split.
                 case_split=("explicit", "eagle_drop"),
-                # The SMT core alone: 41 s on these 2 flags, 69 s on 3.
-                strategy="default",
             ),
         ),
     ),

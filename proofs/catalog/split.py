@@ -258,13 +258,6 @@ THEOREMS = (
         "A non-final chunk ends on the grid, at the last cacheable position, at the partial-hash tail, at the "
         "junction, or is a private advance that crosses no grid point.",
         grid_landing,
-        # One query, no case split, under Z3's default strategy with its
-        # SAT-core EUF solver: about 1.3 s. Measured on baseline: the 16 cases
-        # on the split's flags took about 10 s in all; without sat.euf, 12 s;
-        # the SMT core alone, 3.7 s. sat.euf takes over 100 s on no-jump and
-        # same-checkpoints, so it is chosen here only.
-        solver_options=(("sat.euf", True),),
-        strategy="default",
     ),
     Theorem(
         "split-no-jump",
@@ -292,7 +285,5 @@ THEOREMS = (
         "conservative backoff.",
         eagle_conversion,
         ints("draft_span", "draft_span2", size=True),
-        # The SMT core alone leaves it UNKNOWN within its budget (80 s).
-        strategy="default",
     ),
 )
