@@ -367,6 +367,22 @@ class _Problem:
     last_cost: int = 0  # the rlimit the last answer cost when it was decided, reused or not
     last_key: str = ""  # the last query's key in the query cache, if there is one
     hypothesis_names: list[str] | None = None
+    _encodings: dict = field(default_factory=dict)
+
+    def encoding(self, fixed: dict) -> _Encoding:
+        """The claim read with the `fixed` inputs, built once per problem: the
+        vacuity check, the ladder and each cover goal read the same small
+        geometries, and a cover goal without a case split reads the case's."""
+        key = tuple(sorted(fixed.items()))
+        if key not in self._encodings:
+            try:
+                self._encodings[key] = _Encoding(self, fixed)
+            except ZeroDivisionError as error:
+                self._encodings[key] = error
+        found = self._encodings[key]
+        if isinstance(found, ZeroDivisionError):
+            raise found
+        return found
 
     def check(self, solver: z3.Solver, *extra, smt2: str | None = None) -> z3.CheckSatResult:
         """The solver's answer; `last_reason` says why, when unknown, and
@@ -433,7 +449,7 @@ class _Problem:
 
     def _decide_case(self, case: dict, searched: bool, known_needed: set[str] = frozenset()) -> Outcome:
         """`searched`: the cheap refuters have already failed on this case."""
-        encoding = _Encoding(self, case)
+        encoding = self.encoding(case)
         # Vacuity: hypotheses that contradict each other prove anything. A
         # case's values can make a hypothesis false outright; otherwise a
         # model in the smallest geometries settles most cases; then a short
@@ -627,7 +643,7 @@ class _Problem:
         return values
 
     def _check_covers(self) -> Outcome | None:
-        encoding = _Encoding(self, {})
+        encoding = self.encoding({})
         for name in encoding.claim.covers:
             if self._search({}, lambda e, name=name: _bool(e.claim.covers[name])) is not None:
                 continue
@@ -658,7 +674,7 @@ class _Problem:
                 if self.budget.remaining <= 0:
                     return None
                 try:
-                    encoding = _Encoding(self, {**case, **dict(zip(sizes, assignment, strict=True))})
+                    encoding = self.encoding({**case, **dict(zip(sizes, assignment, strict=True))})
                 except ZeroDivisionError:
                     continue
                 solver = encoding.solver(tracked=False, limit=LADDER_RLIMIT, lemmas=False)
