@@ -87,10 +87,24 @@ class SymbolicContext:
                         )
         for d, quotients in self._quotients.values():
             pool = [z3.IntVal(0), *quotients]
-            for a in pool:
-                for b in pool:
+            # Each term built once, at its first use, where the pair-by-pair
+            # expression would first build it: Z3 numbers terms as they are
+            # first made, so the lemmas and the solver's choices are the same;
+            # only the Python calls that rebuild existing terms are spared.
+            positive, scaled, above = None, {}, {}
+            for i, a in enumerate(pool):
+                for j, b in enumerate(pool):
                     if a is not b and not a.eq(b):
-                        lemmas.append(z3.Implies(z3.And(d > 0, a < b), a * d + d <= b * d))
+                        if positive is None:
+                            positive = d > 0
+                        condition = z3.And(positive, a < b)
+                        if i not in scaled:
+                            scaled[i] = a * d
+                        if i not in above:
+                            above[i] = scaled[i] + d
+                        if j not in scaled:
+                            scaled[j] = b * d
+                        lemmas.append(z3.Implies(condition, above[i] <= scaled[j]))
         result = self._definitions + lemmas
         # Keyed after the transitivity products above are registered: reading
         # again with nothing new registered builds the same list.
