@@ -327,3 +327,23 @@ def test_the_strategy_names_how_z3_solves_and_reaches_the_smt2():
     assert default.smt2.rstrip().endswith("(check-sat)")
     wrong = decide(formula, (A,), None, strategy="fastest")
     assert wrong.verdict == ERROR and "unknown solver strategy 'fastest'" in wrong.reason
+
+
+def test_a_claim_is_read_once_per_set_of_fixed_inputs():
+    """The proof and each cover goal read the same symbolic claim, and the
+    vacuity check and the cover goals' ladder each small geometry once."""
+    readings = []
+
+    def formula(variant, x):
+        readings.append("symbolic" if arith.is_symbolic(x["a"]) else x["a"])
+        return Claim(
+            hypotheses={"a positive": x["a"] >= 1},
+            goal=x["a"] > 0,
+            covers={"a large": x["a"] >= 2, "b large": x["b"] >= 7},
+        )
+
+    outcome = decide(formula, (A, B), None)
+    assert outcome.verdict == PROVED
+    assert readings.count("symbolic") == 1
+    geometries = [r for r in readings if r != "symbolic"]
+    assert geometries and len(geometries) == len(set(geometries))
