@@ -379,10 +379,10 @@ class _Problem:
             try:
                 self._encodings[key] = _Encoding(self, fixed)
             except ZeroDivisionError as error:
-                self._encodings[key] = error
+                self._encodings[key] = str(error)  # raised afresh each time, not with a growing traceback
         found = self._encodings[key]
-        if isinstance(found, ZeroDivisionError):
-            raise found
+        if isinstance(found, str):
+            raise ZeroDivisionError(found)
         return found
 
     def check(self, solver: z3.Solver, *extra, smt2: str | None = None, shared: bool = True) -> z3.CheckSatResult:

@@ -347,3 +347,20 @@ def test_a_claim_is_read_once_per_set_of_fixed_inputs():
     assert readings.count("symbolic") == 1
     geometries = [r for r in readings if r != "symbolic"]
     assert geometries and len(geometries) == len(set(geometries))
+
+
+def test_a_geometry_whose_reading_divides_by_zero_is_skipped_each_time_it_is_tried():
+    """At a = 1 the claim divides by the constant 0: the vacuity check and the
+    cover goal's ladder each skip that geometry and go on to a = 2."""
+
+    def formula(variant, x):
+        quotient = arith.floordiv(x["b"], x["a"] - 1)
+        return Claim(
+            hypotheses={"a above 1": x["a"] >= 2},
+            goal=quotient * (x["a"] - 1) <= x["b"],
+            covers={"b positive": x["b"] >= 1},
+        )
+
+    outcome = decide(formula, (A, B), None)
+    assert outcome.verdict == PROVED, outcome.reason
+    assert outcome.hypotheses_used == ["a above 1"]
