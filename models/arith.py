@@ -289,8 +289,8 @@ def divides(d, x):
 
 
 def ite(condition, then, otherwise):
-    if is_symbolic(condition, then, otherwise):
-        return z3.If(_term(condition), _term(then), _term(otherwise))
+    if is_symbolic(condition):
+        return z3.If(condition, _term(then), _term(otherwise))
     return then if condition else otherwise
 
 
