@@ -43,7 +43,9 @@ class SymbolicContext:
         # naive: Z3's own div and mod on the dividend as written, the encoding
         # measured against in the benchmark (exact only for positive divisors).
         self.naive = naive
-        self._definitions: list[z3.BoolRef] = []
+        # Each definition with the id of the fresh constant that owns it (a
+        # quotient owns its remainder's definitions too; an lcm its witnesses').
+        self._definitions: list[tuple[int, z3.BoolRef]] = []
         self.obligations: list[z3.BoolRef] = []
         self._divisions: dict[tuple[int, int], tuple[z3.ArithRef, z3.ArithRef]] = {}
         self._lcms: dict[tuple[int, ...], z3.ArithRef] = {}
@@ -51,13 +53,63 @@ class SymbolicContext:
         self._witnessed: list[tuple[z3.ArithRef, z3.ArithRef, z3.ArithRef, z3.ArithRef]] = []
         self._counter = 0
         self._cached_definitions: tuple[tuple[int, int], list[z3.BoolRef]] | None = None
+        # Fresh constant id -> its owner's id, and owner id -> the terms its definitions read.
+        self._owner: dict[int, int] = {}
+        self._reads: dict[int, tuple[z3.ExprRef, ...]] = {}
+        self._reached: set[int] | None = None  # owners kept by prune(); None: all
+
+    def prune(self, roots: Iterable[object]) -> None:
+        """From now on, only the definitions that the formulas `roots` read,
+        directly or through other definitions, and lemma families over those
+        witnesses. The model computes every branch, so a claim read with a
+        flag fixed still defines the quotients of the branch it does not take;
+        their definitions and lemmas only widened the solver's search: the
+        two EAGLE-drop cases of prefill-restore-published for pr457-guarded
+        took 2.8 s and 1.6 s with them, 1.2 s and 1.4 s without (medians of
+        12 seeds). Exact: a witness no kept formula mentions can
+        always satisfy its definition, so dropping it changes no verdict;
+        the definedness obligations are all kept, since the concrete model
+        divides in every branch too."""
+        # Simplified first: a conjunction with a false conjunct, or a branch
+        # on a fixed flag, reads nothing from what it cannot take.
+        self._reached = self._owners_in([z3.simplify(r) for r in roots if isinstance(r, z3.ExprRef)], follow=True)
+        self._cached_definitions = None
+
+    def _owners_in(self, terms: list[z3.ExprRef], follow: bool) -> set[int]:
+        """The owners of the fresh constants in `terms`; with `follow`, also
+        of those their definitions read, transitively."""
+        found: set[int] = set()
+        if not terms:
+            return found
+        context = terms[0].ctx.ref()
+        seen: set[int] = set()
+        stack = [t.as_ast() for t in terms]
+        while stack:
+            ast = stack.pop()
+            ast_id = z3.Z3_get_ast_id(context, ast)
+            if ast_id in seen or z3.Z3_get_ast_kind(context, ast) != z3.Z3_APP_AST:
+                continue
+            seen.add(ast_id)
+            count = z3.Z3_get_app_num_args(context, ast)
+            if count == 0:
+                owner = self._owner.get(ast_id)
+                if owner is not None and owner not in found:
+                    found.add(owner)
+                    if follow:
+                        stack += [t.as_ast() for t in self._reads[owner]]
+            else:
+                stack += [z3.Z3_get_app_arg(context, ast, i) for i in range(count)]
+        return found
+
+    def _kept(self, *terms: z3.ExprRef) -> bool:
+        return self._reached is None or self._owners_in(list(terms), follow=False) <= self._reached
 
     @property
     def witness_definitions(self) -> list[z3.BoolRef]:
         """The witness definitions without the derived lemmas. The lemmas are
         valid, so leaving them out changes no model; they multiply two
         quotients, which would make a fixed-geometry query nonlinear again."""
-        return list(self._definitions)
+        return [d for owner, d in self._definitions if self._reached is None or owner in self._reached]
 
     @property
     def definitions(self) -> list[z3.BoolRef]:
@@ -74,12 +126,13 @@ class SymbolicContext:
         # terms); each list keeps the order of `_witnessed`.
         by_divisor: dict[int, list] = {}
         by_division: dict[tuple[int, int], list] = {}
-        for entry in self._witnessed:
+        witnessed = [w for w in self._witnessed if self._reached is None or w[2].get_id() in self._reached]
+        for entry in witnessed:
             x, d = entry[0], entry[1]
             by_divisor.setdefault(d.get_id(), []).append(entry)
             by_division.setdefault((x.get_id(), d.get_id()), []).append(entry)
         # Divisibility is transitive: d | x and x | y give y == (q_y * q_x) * d.
-        for x, d, qx, rx in self._witnessed:
+        for x, d, qx, rx in witnessed:
             for y, e, qy, ry in by_divisor.get(x.get_id(), ()):
                 lemmas.append(z3.Implies(z3.And(rx == 0, ry == 0), y == (qy * qx) * d))
                 self._register(qy * qx, d)
@@ -90,8 +143,10 @@ class SymbolicContext:
                         lemmas.append(
                             z3.Implies(z3.And(rx == 0, d > 0, e > 0), z3.And(qw >= qz * qx, qz * e <= qw * d))
                         )
-        for d, quotients in self._quotients.values():
-            pool = [z3.IntVal(0), *quotients]
+        for d, registered in self._quotients.values():
+            if not self._kept(d):
+                continue
+            pool = [z3.IntVal(0), *(q for q in registered if self._kept(q))]
             # Each term built once, at its first use, where the pair-by-pair
             # expression would first build it: Z3 numbers terms as they are
             # first made, so the lemmas and the solver's choices are the same;
@@ -110,7 +165,7 @@ class SymbolicContext:
                         if j not in scaled:
                             scaled[j] = b * d
                         lemmas.append(z3.Implies(condition, above[i] <= scaled[j]))
-        result = self._definitions + lemmas
+        result = self.witness_definitions + lemmas
         # Keyed after the transitivity products above are registered: reading
         # again with nothing new registered builds the same list.
         self._cached_definitions = (self._division_count(), result)
@@ -173,17 +228,20 @@ class SymbolicContext:
         key = (x.get_id(), d.get_id())
         if key not in self._divisions:
             q, r = self.fresh("q"), self.fresh("r")
-            self._definitions.append(x == q * d + r)
+            owner = q.get_id()
+            self._owner[owner] = self._owner[r.get_id()] = owner
+            self._reads[owner] = (x, d)
+            self._definitions.append((owner, x == q * d + r))
             if z3.is_int_value(d):
                 value = d.as_long()
                 if value == 0:
                     raise ZeroDivisionError("model divides by the constant 0")
                 bounds = z3.And(0 <= r, r < d) if value > 0 else z3.And(d < r, r <= 0)
-                self._definitions.append(bounds)
+                self._definitions.append((owner, bounds))
             else:
                 # Python floors: the remainder takes the divisor's sign.
-                self._definitions.append(z3.Implies(d > 0, z3.And(0 <= r, r < d)))
-                self._definitions.append(z3.Implies(d < 0, z3.And(d < r, r <= 0)))
+                self._definitions.append((owner, z3.Implies(d > 0, z3.And(0 <= r, r < d))))
+                self._definitions.append((owner, z3.Implies(d < 0, z3.And(d < r, r <= 0))))
                 self.obligations.append(d != 0)
             self._divisions[key] = (q, r)
             self._witnessed.append((x, d, q, r))
@@ -211,7 +269,10 @@ class SymbolicContext:
             # when a term is not positive, which would discharge the positivity
             # obligations above instead of leaving them to the hypotheses.
             positive = z3.And(*(t > 0 for t in terms))
-            self._definitions.append(z3.Implies(positive, z3.And(*multiples, result <= product)))
+            owner = result.get_id()
+            self._owner[owner] = owner
+            self._reads[owner] = terms
+            self._definitions.append((owner, z3.Implies(positive, z3.And(*multiples, result <= product))))
             self._lcms[key] = result
         return self._lcms[key]
 

@@ -316,6 +316,7 @@ class _Encoding:
             problem.hypothesis_names = list(self.claim.hypotheses)
         self.hypotheses = {n: _bool(h) for n, h in self.claim.hypotheses.items() if n not in problem.drop}
         self.goal = z3.And(_bool(self.claim.goal), *context.obligations)
+        context.prune([self.goal, *self.hypotheses.values(), *self.claim.covers.values()])
         self.problem = problem
 
     def solver(

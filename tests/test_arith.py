@@ -1,0 +1,39 @@
+"""The symbolic reading keeps the definitions its formulas read, and only those."""
+
+import z3
+
+from models import arith
+
+
+def _defined(context) -> set[str]:
+    """The fresh constants that the context's definitions and lemmas mention."""
+    text = " ".join(str(d) for d in context.definitions)
+    return {name for name in ("_q1", "_q3", "_q5") if name in text}
+
+
+def test_pruning_keeps_what_the_roots_read_through_other_definitions():
+    a, b = z3.Ints("a b")
+    with arith.symbolic_context() as context:
+        taken = arith.floordiv(a, b)  # _q1: read only through the next quotient's dividend
+        untaken = arith.floordiv(b, a + 1)  # _q3: only in the branch a fixed flag does not take
+        inner = arith.floordiv(taken + 1, b + 2)  # _q5
+        goal = arith.ite(True, inner >= 0, untaken >= 0)
+        assert _defined(context) == {"_q1", "_q3", "_q5"}
+        context.prune([goal])
+        assert _defined(context) == {"_q1", "_q5"}
+
+
+def test_pruning_sees_through_a_conjunction_with_a_false_conjunct():
+    a, b = z3.Ints("a b")
+    with arith.symbolic_context() as context:
+        dead = arith.floordiv(a, b) >= 0
+        live = arith.floordiv(b, a + 1) >= 0
+        context.prune([z3.And(z3.BoolVal(False), dead), live])
+        assert _defined(context) == {"_q3"}
+
+
+def test_a_branch_on_a_fixed_flag_is_the_branch():
+    a = z3.Int("a")
+    assert arith.ite(False, a, 7) == 7
+    assert arith.ite(True, a, 7).eq(a)
+    assert z3.is_app_of(arith.ite(a > 0, 1, 2), z3.Z3_OP_ITE)
