@@ -455,16 +455,17 @@ class _Problem:
         encoding = self.encoding(case)
         # Vacuity: hypotheses that contradict each other prove anything. A
         # case's values can make a hypothesis false outright; otherwise a
-        # model in the smallest geometries settles most cases; then a short
-        # query without the lemma families (a case that contradicts the
-        # hypotheses usually does so plainly); then larger geometries; then
-        # the full query.
+        # model with every size pinned small settles most cases, then one in
+        # the smallest geometries; then a short query without the lemma
+        # families (a case that contradicts the hypotheses usually does so
+        # plainly); then larger geometries; then the full query.
         false = [name for name, h in encoding.hypotheses.items() if z3.is_false(z3.simplify(h))]
         if false:
             where = " in this case" if case else ""
             return Outcome(VACUOUS, reason=f"hypotheses false{where}: {', '.join(false)}")
         answer = z3.sat
-        if self._search(case, _anything, rungs=SIZE_LADDER[:1]) is None:
+        found = self._pinned_model(encoding, z3.BoolVal(True)) or self._search(case, _anything, rungs=SIZE_LADDER[:1])
+        if not found:
             answer = self.check(encoding.solver(tracked=False, limit=VACUITY_RLIMIT, lemmas=False))
             if answer == z3.unknown and self._search(case, _anything, rungs=SIZE_LADDER[1:]) is None:
                 check = encoding.solver(tracked=False)
@@ -648,6 +649,8 @@ class _Problem:
     def _check_covers(self) -> Outcome | None:
         encoding = self.encoding({})
         for name in encoding.claim.covers:
+            if self._pinned_model(encoding, _bool(encoding.claim.covers[name])):
+                continue
             if self._search({}, lambda e, name=name: _bool(e.claim.covers[name])) is not None:
                 continue
             reach = encoding.solver(tracked=False)
@@ -657,6 +660,23 @@ class _Problem:
             if answer == z3.unknown:
                 return Outcome(UNKNOWN, reason=f"cover goal {name!r}: {self.last_reason}")
         return None
+
+    def _pinned_model(self, encoding: _Encoding, target: z3.BoolRef) -> bool:
+        """Whether `target` holds in some model of the hypotheses with every
+        size pinned to one of PINNED_RANGES: the vacuity and cover checks'
+        first try, on the claim already read (the ladder reads it again per
+        geometry, about 15 ms each). Over --tier all this settled 72 of the 76
+        vacuity checks and 21 of the 24 cover checks. Not shared: a query
+        answered from the cache skips Z3's work, and what Z3 does shifts the
+        term ids that later queries see, so an entry would differ from its
+        reproduce command."""
+        sizes = [encoding.inputs[v.name] for v in encoding.free if v.size]
+        for pins in PINNED_RANGES if sizes else ():
+            solver = encoding.solver(tracked=False, limit=PINNED_RLIMIT, lemmas=False)
+            solver.add(*_pinned(sizes, pins), target)
+            if self.check(solver, shared=False) == z3.sat:
+                return True
+        return False
 
     def _search(self, case: dict, target, replayed: bool = False, rungs=SIZE_LADDER) -> dict | None:
         """A model of `target` in small concrete geometries: every size input
@@ -746,8 +766,7 @@ class _DeletionQueries:
             solver = self.encoding.solver(tracked=False, only=set(), lemmas=None if pins is None else False)
             solver.add(self.negated_goal)
             if pins is not None:
-                low, high = pins
-                solver.add(*(size == low if low == high else z3.And(low <= size, size <= high) for size in self.sizes))
+                solver.add(*_pinned(self.sizes, pins))
             for name, hypothesis in self.encoding.hypotheses.items():
                 solver.add(z3.Implies(self.holds[name], hypothesis), z3.Implies(self.fails[name], z3.Not(hypothesis)))
             self.solvers[pins] = solver
@@ -771,6 +790,11 @@ def _global_parameters(options: Sequence[tuple[str, object]]):
     finally:
         for name, value in reversed(saved):
             z3.set_param(name, value)
+
+
+def _pinned(sizes, pins: tuple[int, int]) -> list[z3.BoolRef]:
+    low, high = pins
+    return [size == low if low == high else z3.And(low <= size, size <= high) for size in sizes]
 
 
 def _replace_last(text: str, old: str, new: str) -> str:

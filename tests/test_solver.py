@@ -330,8 +330,9 @@ def test_the_strategy_names_how_z3_solves_and_reaches_the_smt2():
 
 
 def test_a_claim_is_read_once_per_set_of_fixed_inputs():
-    """The proof and each cover goal read the same symbolic claim, and the
-    vacuity check and the cover goals' ladder each small geometry once."""
+    """The proof, the vacuity check and the cover goals' pinned queries read
+    the same symbolic claim; the ladder of the cover goals that pinned sizes
+    cannot reach reads each small geometry once, for both goals."""
     readings = []
 
     def formula(variant, x):
@@ -339,28 +340,33 @@ def test_a_claim_is_read_once_per_set_of_fixed_inputs():
         return Claim(
             hypotheses={"a positive": x["a"] >= 1},
             goal=x["a"] > 0,
-            covers={"a large": x["a"] >= 2, "b large": x["b"] >= 7},
+            covers={"a large": x["a"] >= 7, "a above 4": x["a"] >= 5, "b large": x["b"] >= 7},
         )
 
     outcome = decide(formula, (A, B), None)
     assert outcome.verdict == PROVED
     assert readings.count("symbolic") == 1
     geometries = [r for r in readings if r != "symbolic"]
-    assert geometries and len(geometries) == len(set(geometries))
+    assert 8 in geometries and len(geometries) == len(set(geometries))
 
 
 def test_a_geometry_whose_reading_divides_by_zero_is_skipped_each_time_it_is_tried():
-    """At a = 1 the claim divides by the constant 0: the vacuity check and the
-    cover goal's ladder each skip that geometry and go on to a = 2."""
+    """At a = 1 the claim divides by the constant 0. No pinned size (a at most
+    2) meets the hypothesis, so the vacuity check and the cover goal's ladder
+    each try a = 1, skip it and go on; the reading fails once and is not
+    repeated."""
+    readings = []
 
     def formula(variant, x):
+        readings.append(x["a"])
         quotient = arith.floordiv(x["b"], x["a"] - 1)
         return Claim(
-            hypotheses={"a above 1": x["a"] >= 2},
+            hypotheses={"a above 2": x["a"] >= 3},
             goal=quotient * (x["a"] - 1) <= x["b"],
             covers={"b positive": x["b"] >= 1},
         )
 
     outcome = decide(formula, (A, B), None)
     assert outcome.verdict == PROVED, outcome.reason
-    assert outcome.hypotheses_used == ["a above 1"]
+    assert outcome.hypotheses_used == ["a above 2"]
+    assert readings.count(1) == 1 and 3 in readings
