@@ -429,26 +429,32 @@ class _Problem:
                 return outcome
         used: set[str] = set()
         unconfirmed: set[str] = set()
+        confirmed: set[str] = set()  # needed in some case: needed, whatever another case's check said
         admitted = 0
         smt2 = ""
         for case in cases:
             label = _case_label(case)
             out = self._decide_case(case, searched=refute_first, known_needed=used)
+            # A case the hypotheses exclude is proved by the hypotheses that
+            # exclude it: they are used.
+            used.update(out.hypotheses_used)
+            unconfirmed.update(out.hypotheses_unconfirmed)
+            confirmed.update(set(out.hypotheses_used) - set(out.hypotheses_unconfirmed))
             if out.verdict == VACUOUS and case:
-                continue  # the hypotheses exclude this case
+                continue
             admitted += 1
             if out.verdict != PROVED:
                 out.reason = label + out.reason
                 return out
-            used.update(out.hypotheses_used)
-            unconfirmed.update(out.hypotheses_unconfirmed)
             smt2 = smt2 or out.smt2
         if admitted == 0:
             return Outcome(VACUOUS, reason="the hypotheses exclude every case")
         covers = self._check_covers()
         if covers is not None:
             return covers
-        return Outcome(PROVED, hypotheses_used=sorted(used), hypotheses_unconfirmed=sorted(unconfirmed), smt2=smt2)
+        return Outcome(
+            PROVED, hypotheses_used=sorted(used), hypotheses_unconfirmed=sorted(unconfirmed - confirmed), smt2=smt2
+        )
 
     def _decide_case(self, case: dict, searched: bool, known_needed: set[str] = frozenset()) -> Outcome:
         """`searched`: the cheap refuters have already failed on this case."""
@@ -459,10 +465,11 @@ class _Problem:
         # the smallest geometries; then a short query without the lemma
         # families (a case that contradicts the hypotheses usually does so
         # plainly); then larger geometries; then the full query.
-        false = [name for name, h in encoding.hypotheses.items() if z3.is_false(z3.simplify(h))]
+        simplified = {name: z3.simplify(h) for name, h in encoding.hypotheses.items()}
+        false = [name for name, h in simplified.items() if z3.is_false(h)]
         if false:
             where = " in this case" if case else ""
-            return Outcome(VACUOUS, reason=f"hypotheses false{where}: {', '.join(false)}")
+            return self._excluded(encoding, false, f"hypotheses false{where}: {', '.join(false)}")
         answer = z3.sat
         found = self._pinned_model(encoding, z3.BoolVal(True)) or self._search(case, _anything, rungs=SIZE_LADDER[:1])
         if not found:
@@ -474,7 +481,7 @@ class _Problem:
                     return Outcome(UNKNOWN, reason=f"hypotheses alone: {self.last_reason}")
         if answer == z3.unsat:
             core, _ = self._core(encoding, z3.BoolVal(True))
-            return Outcome(VACUOUS, reason=f"the hypotheses contradict each other: {', '.join(core)}")
+            return self._excluded(encoding, core, f"the hypotheses contradict each other: {', '.join(core)}")
         # Untracked: naming hypotheses for an unsat core blocks the solver's
         # equality solving, and measured slower by orders of magnitude here.
         negated = encoding.solver(tracked=False)
@@ -511,11 +518,28 @@ class _Problem:
                 if found is not None:
                     return self._refuted(found[1], "")
             return Outcome(UNKNOWN, reason=f"goal: {reason}", smt2=smt2)
-        used, unconfirmed = self._minimised(encoding, proof_key, proof_cost, known_needed)
+        # A hypothesis true outright in this case cannot be needed in it.
+        idle = {name for name, h in simplified.items() if z3.is_true(h)}
+        used, unconfirmed = self._minimised(encoding, proof_key, proof_cost, known_needed, idle)
         return Outcome(PROVED, hypotheses_used=used, hypotheses_unconfirmed=unconfirmed, smt2=smt2)
 
+    def _excluded(self, encoding: _Encoding, names: list[str], reason: str) -> Outcome:
+        """VACUOUS for a case that the hypotheses `names` exclude: they are the
+        proof of that case. Each is confirmed needed when, in this case with
+        every other hypothesis holding, the goal fails without it: in a pinned
+        geometry (PINNED_RANGES), or else within CORE_MIN_RLIMIT. The others
+        are unconfirmed."""
+        deletions = _DeletionQueries(self, encoding, z3.Not(encoding.goal))
+
+        def needed(name: str) -> bool:
+            kept = encoding.hypotheses
+            return deletions.needed_when_pinned(kept, name) or deletions.check(kept, name, CORE_MIN_RLIMIT) == z3.sat
+
+        unconfirmed = [name for name in names if not needed(name)]
+        return Outcome(VACUOUS, reason=reason, hypotheses_used=list(names), hypotheses_unconfirmed=unconfirmed)
+
     def _minimised(
-        self, encoding: _Encoding, proof_key: str, proof_cost: int, known_needed: set[str]
+        self, encoding: _Encoding, proof_key: str, proof_cost: int, known_needed: set[str], idle: set[str]
     ) -> tuple[list[str], list[str]]:
         """_core for a proof, answered once per identical proof query within
         shared_queries. Deletion queries do not go through the query cache,
@@ -526,12 +550,13 @@ class _Problem:
         key = ""
         # A budget nearly spent would cap the deletion checks lower than the first decision's.
         if cache is not None and proof_key and self.budget.remaining >= CORE_RLIMIT:
-            key = f"minimised {list(encoding.hypotheses)} {sorted(known_needed)} {proof_cost}\n{proof_key}"
+            known = f"{sorted(known_needed)} {sorted(idle)}"
+            key = f"minimised {list(encoding.hypotheses)} {known} {proof_cost}\n{proof_key}"
             found = cache.minimised(key)
             if found is not None:
                 self.reused += 1
                 return found
-        result = self._core(encoding, z3.Not(encoding.goal), proof_cost, known_needed)
+        result = self._core(encoding, z3.Not(encoding.goal), proof_cost, known_needed, idle)
         if key:
             cache.store_minimised(key, result)
         return result
@@ -554,6 +579,7 @@ class _Problem:
         negated_goal: z3.BoolRef,
         proof_cost: int = CORE_RLIMIT,
         known_needed: set[str] = frozenset(),
+        idle: set[str] = frozenset(),
     ) -> tuple[list[str], list[str]]:
         """The hypotheses a proof used, minimal by deletion: drop each in
         turn and keep it out if the rest still prove the goal. Every set
@@ -563,11 +589,12 @@ class _Problem:
         proof cost more than CORE_HOPELESS_RATIO times the check's cap, unless
         a pinned geometry shows a hypothesis needed (PINNED_RANGES).
         `known_needed` (an earlier case's core, which the reported union holds
-        anyway) is kept unchecked. Returns the set and those of it kept
-        without a check that decided."""
+        anyway) is kept unchecked; `idle` (true outright in this case) is left
+        out unchecked. Returns the set and those of it kept without a check
+        that decided."""
         limit = min(CORE_RLIMIT, max(CORE_MIN_RLIMIT, 3 * proof_cost))
         posed = proof_cost <= CORE_HOPELESS_RATIO * limit
-        needed = dict(encoding.hypotheses)
+        needed = {name: h for name, h in encoding.hypotheses.items() if name not in idle}
         deletions = _DeletionQueries(self, encoding, negated_goal)
         unconfirmed = []
         for name in [n for n in needed if n not in known_needed]:

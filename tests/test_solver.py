@@ -102,9 +102,30 @@ def test_a_case_that_falsifies_a_hypothesis_is_excluded_and_named():
     def formula(variant, x):
         return Claim(hypotheses={"flag off": arith.negate(x["flag"])}, goal=arith.implies(x["flag"], x["b"] == 42))
 
-    assert decide(formula, (B, flag), None, case_split=("flag",)).verdict == PROVED
+    outcome = decide(formula, (B, flag), None, case_split=("flag",))
+    assert outcome.verdict == PROVED
+    # The case flag=True is proved by the hypothesis that excludes it, and
+    # without it b = 0 would fail there.
+    assert outcome.hypotheses_used == ["flag off"] and outcome.hypotheses_unconfirmed == []
     alone = decide(lambda v, x: Claim({"never": False}, x["b"] >= 0), (B,), None)
     assert alone.verdict == VACUOUS and alone.reason == "hypotheses false: never"
+
+
+def test_a_hypothesis_that_excludes_a_case_is_used_though_true_outright_in_the_other():
+    # In the case flag=True the hypothesis "flag on" is the constant True, so
+    # no proof of that case needs it; it is the whole proof of flag=False.
+    flag = Var("flag", Kind.BOOL)
+
+    def formula(variant, x):
+        return Claim(
+            hypotheses={"flag on": x["flag"], "a positive": x["a"] >= 1},
+            goal=arith.ite(x["flag"], x["a"] >= 1, x["a"] >= 5),
+        )
+
+    outcome = decide(formula, (A, flag), None, case_split=("flag",))
+    assert outcome.verdict == PROVED
+    assert outcome.hypotheses_used == ["a positive", "flag on"]
+    assert outcome.hypotheses_unconfirmed == []
 
 
 def test_an_lcm_of_a_term_not_known_positive_is_not_proved():
