@@ -73,7 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     sim.set_defaults(run=cmd_simulate)
 
     prove = sub.add_parser("prove", help="decide the theorem catalogue and compare with the manifest")
-    prove.add_argument("--variant", help="only this variant or mutant:NAME")
+    prove.add_argument(
+        "--variant", help="only this variant or mutant:NAME; several, comma-separated, are decided in manifest order"
+    )
     prove.add_argument("--theorem", help="only this theorem (any tier)")
     prove.add_argument("--tier", default="ci", help="ci (default: the catalogue CI runs), slow, or all")
     prove.add_argument(

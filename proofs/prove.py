@@ -12,7 +12,7 @@ import time
 import z3
 
 from proofs.catalog import CATALOGUE
-from proofs.runner import Entry, load_manifest, model_sources_hash, plan_runs, progress, run_theorem
+from proofs.runner import Entry, load_manifest, model_sources_hash, plan_runs, progress, reproduce_command, run_theorem
 from proofs.solver import shared_queries
 
 RESULT_FORMAT = "gridproof-result/1"
@@ -82,11 +82,19 @@ def _start_order(variants: list[tuple[str, str, int, str]]) -> tuple[bool, int]:
 
 def _run_theorem_variants(theorem: str, variants: list[tuple[str, str, int, str]], seed: int | None) -> list[Entry]:
     """One theorem's selected variants in turn, (variant, expected, rlimit, tier) each."""
+    entries: list[Entry] = []
     with shared_queries():
-        return [
-            run_theorem(CATALOGUE[theorem], variant, expected, rlimit, tier=tier, seed=seed)
-            for variant, expected, rlimit, tier in variants
-        ]
+        for variant, expected, rlimit, tier in variants:
+            entry = run_theorem(CATALOGUE[theorem], variant, expected, rlimit, tier=tier, seed=seed)
+            if entry.reused_queries and entries:
+                # Answered in part from the variants before it. Decided alone,
+                # its later queries would meet other Z3 term ids (the reused
+                # checks create terms), and a deletion check could end
+                # otherwise; so its command decides those variants first.
+                decided = [v for v, *_ in variants[: len(entries) + 1]]
+                entry.reproduce = reproduce_command(theorem, decided, rlimit, seed)
+            entries.append(entry)
+    return entries
 
 
 def prove(theorem=None, variant=None, tier="ci", rlimit=None, as_json=False, seed=None, jobs=None) -> int:

@@ -168,14 +168,21 @@ def _run_theorem(theorem: Theorem, variant_name: str, expected: str, rlimit: int
         reason=reason,
         ablations=ablations,
         reused_queries=reused,
-        reproduce=f"gridproof prove --theorem {theorem.name} --variant {variant_name} --rlimit {rlimit}"
-        + (f" --seed {seed}" if seed is not None else ""),
+        reproduce=reproduce_command(theorem.name, [variant_name], rlimit, seed),
         subject=theorem.subject,
         statement=theorem.statement,
         tier=tier,
         source=formula_location(theorem.obligations[0].formula),
         smt2={o.name: out.smt2 for o, out in outcomes if out.smt2},
     )
+
+
+def reproduce_command(theorem: str, variants: list[str], rlimit: int, seed: int | None) -> str:
+    """The command that decides `variants` of `theorem` in one task, in
+    manifest order, as the catalogue does: an entry's result is reproduced by
+    deciding it after the variants its task decided before it."""
+    command = f"gridproof prove --theorem {theorem} --variant {','.join(variants)} --rlimit {rlimit}"
+    return command + (f" --seed {seed}" if seed is not None else "")
 
 
 def decide_obligation(obligation: Obligation, variant, rlimit: int, **options) -> Outcome:
@@ -264,10 +271,13 @@ class Run:
 
 
 def plan_runs(manifest: dict[str, Expectation], theorem: str | None, variant: str | None, tier: str) -> list[Run]:
+    """The selected obligations in manifest order; `variant` may name several,
+    comma-separated."""
     if theorem is not None and theorem not in CATALOGUE:
         raise ManifestError(f"unknown theorem {theorem!r} (known: {', '.join(CATALOGUE)})")
-    if variant is not None:
-        get_variant(variant)
+    wanted = None if variant is None else variant.split(",")
+    for name in wanted or ():
+        get_variant(name)
     runs = []
     for name, expectation in manifest.items():
         if theorem is not None and name != theorem:
@@ -276,7 +286,7 @@ def plan_runs(manifest: dict[str, Expectation], theorem: str | None, variant: st
             run_tier = expectation.tier_of(v)
             if theorem is None and tier != "all" and run_tier != tier:
                 continue
-            if variant is None or v == variant:
+            if wanted is None or v in wanted:
                 runs.append(Run(CATALOGUE[name], v, verdict, run_tier, expectation.rlimit))
     if not runs:
         chosen = [f"theorem {theorem}" if theorem else f"tier {tier}", f"variant {variant}" if variant else ""]

@@ -153,6 +153,21 @@ def test_a_seed_is_in_the_reproduce_command(capsys):
     assert data["entries"][0]["reproduce"].endswith("--rlimit 20000000 --seed 7")
 
 
+def test_an_entry_that_reused_earlier_answers_is_reproduced_after_them(capsys):
+    # pr457 poses the queries baseline posed and is answered from them; its
+    # command decides baseline first, and gives the same entry.
+    assert main(["prove", "--theorem", THEOREM, "--variant", "baseline,pr457", "--json"]) == 0
+    first = {e["variant"]: e for e in json.loads(capsys.readouterr().out)["entries"]}
+    assert first["baseline"]["reproduce"].endswith(f"--theorem {THEOREM} --variant baseline --rlimit 20000000")
+    assert first["pr457"]["reused_queries"] > 0
+    command = first["pr457"]["reproduce"]
+    assert command.endswith(f"--theorem {THEOREM} --variant baseline,pr457 --rlimit 20000000")
+    assert main([*command.split()[1:], "--json"]) == 0
+    again = {e["variant"]: e for e in json.loads(capsys.readouterr().out)["entries"]}
+    for field in ("verdict", "hypotheses_used", "hypotheses_unconfirmed", "reused_queries", "reproduce"):
+        assert again["pr457"][field] == first["pr457"][field], field
+
+
 def test_a_closed_pipe_is_quiet(report_dir):
     """`gridproof ... | head`: when the reader has gone, writing breaks the pipe; that ends the run quietly
     (exit status 1, nothing on stderr). The reader is gone before the first write here, so the pipe
