@@ -429,17 +429,21 @@ class _Problem:
                 return outcome
         used: set[str] = set()
         unconfirmed: set[str] = set()
-        confirmed: set[str] = set()  # needed in some case: needed, whatever another case's check said
+        # Shown needed by a check in some case: needed, whatever another case's check said.
+        confirmed: set[str] = set()
         admitted = 0
         smt2 = ""
         for case in cases:
             label = _case_label(case)
-            out = self._decide_case(case, searched=refute_first, known_needed=used)
+            known = set(used)
+            out = self._decide_case(case, searched=refute_first, known_needed=known)
             # A case the hypotheses exclude is proved by the hypotheses that
-            # exclude it: they are used.
+            # exclude it: they are used, each checked. A proof keeps `known`
+            # unchecked: that confirms none of them.
+            checked = set(out.hypotheses_used) - (known if out.verdict == PROVED else set())
             used.update(out.hypotheses_used)
             unconfirmed.update(out.hypotheses_unconfirmed)
-            confirmed.update(set(out.hypotheses_used) - set(out.hypotheses_unconfirmed))
+            confirmed.update(checked - set(out.hypotheses_unconfirmed))
             if out.verdict == VACUOUS and case:
                 continue
             admitted += 1

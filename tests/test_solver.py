@@ -128,6 +128,23 @@ def test_a_hypothesis_that_excludes_a_case_is_used_though_true_outright_in_the_o
     assert outcome.hypotheses_unconfirmed == []
 
 
+def test_a_hypothesis_left_unconfirmed_in_one_case_is_not_confirmed_by_the_next(monkeypatch):
+    # No deletion check decides. The second case keeps what the first used
+    # without checking it again, which shows nothing about it.
+    flag = Var("flag", Kind.BOOL)
+
+    def formula(variant, x):
+        return Claim(hypotheses={"a positive": x["a"] >= 1}, goal=arith.ite(x["flag"], x["a"] > 0, x["a"] >= 1))
+
+    monkeypatch.setattr(solver, "CORE_RLIMIT", 1)
+    monkeypatch.setattr(solver, "CORE_MIN_RLIMIT", 1)
+    monkeypatch.setattr(solver, "PINNED_RANGES", ())
+    outcome = decide(formula, (A, flag), None, case_split=("flag",))
+    assert outcome.verdict == PROVED
+    assert outcome.hypotheses_used == ["a positive"]
+    assert outcome.hypotheses_unconfirmed == ["a positive"]
+
+
 def test_an_lcm_of_a_term_not_known_positive_is_not_proved():
     # math.lcm(0, 1) == 0: without a hypothesis that a is positive the claim
     # is false, and the lcm's positivity obligation must say so.
