@@ -104,12 +104,15 @@ class SymbolicContext:
     def _kept(self, *terms: z3.ExprRef) -> bool:
         return self._reached is None or self._owners_in(list(terms), follow=False) <= self._reached
 
+    def _owner_kept(self, owner: int) -> bool:
+        return self._reached is None or owner in self._reached
+
     @property
     def witness_definitions(self) -> list[z3.BoolRef]:
         """The witness definitions without the derived lemmas. The lemmas are
         valid, so leaving them out changes no model; they multiply two
         quotients, which would make a fixed-geometry query nonlinear again."""
-        return [d for owner, d in self._definitions if self._reached is None or owner in self._reached]
+        return [d for owner, d in self._definitions if self._owner_kept(owner)]
 
     @property
     def definitions(self) -> list[z3.BoolRef]:
@@ -126,7 +129,7 @@ class SymbolicContext:
         # terms); each list keeps the order of `_witnessed`.
         by_divisor: dict[int, list] = {}
         by_division: dict[tuple[int, int], list] = {}
-        witnessed = [w for w in self._witnessed if self._reached is None or w[2].get_id() in self._reached]
+        witnessed = [w for w in self._witnessed if self._owner_kept(w[2].get_id())]  # a quotient owns its entry
         for entry in witnessed:
             x, d = entry[0], entry[1]
             by_divisor.setdefault(d.get_id(), []).append(entry)

@@ -306,6 +306,7 @@ class _Encoding:
         self.fixed = fixed
         self.free = [v for v in problem.variables if v.name not in fixed]
         self.inputs = {**symbolic_inputs(self.free), **fixed}
+        self.sizes = [self.inputs[v.name] for v in self.free if v.size]  # the size inputs left symbolic
         with arith.symbolic_context(naive=problem.naive) as context:
             self.claim = problem.formula(problem.variant, dict(self.inputs))
         unknown = problem.drop - set(self.claim.hypotheses)
@@ -701,10 +702,9 @@ class _Problem:
         answered from the cache skips Z3's work, and what Z3 does shifts the
         term ids that later queries see, so an entry would differ from its
         reproduce command."""
-        sizes = [encoding.inputs[v.name] for v in encoding.free if v.size]
-        for pins in PINNED_RANGES if sizes else ():
+        for pins in PINNED_RANGES if encoding.sizes else ():
             solver = encoding.solver(tracked=False, limit=PINNED_RLIMIT, lemmas=False)
-            solver.add(*_pinned(sizes, pins), target)
+            solver.add(*_pinned(encoding.sizes, pins), target)
             if self.check(solver, shared=False) == z3.sat:
                 return True
         return False
@@ -764,7 +764,6 @@ class _DeletionQueries:
 
     def __init__(self, problem: _Problem, encoding: _Encoding, negated_goal: z3.BoolRef) -> None:
         self.problem, self.encoding, self.negated_goal = problem, encoding, negated_goal
-        self.sizes = [encoding.inputs[v.name] for v in encoding.free if v.size]
         self.solvers: dict[tuple[int, int] | None, z3.Solver] = {}
         self.holds = {name: z3.Bool(f"deletion holds: {name}") for name in encoding.hypotheses}
         self.fails = {name: z3.Bool(f"deletion fails: {name}") for name in encoding.hypotheses}
@@ -776,7 +775,7 @@ class _DeletionQueries:
     def needed_when_pinned(self, kept: dict, name: str) -> bool:
         """Whether the query has a model with every size within one of
         PINNED_RANGES."""
-        for pins in PINNED_RANGES if self.sizes else ():
+        for pins in PINNED_RANGES if self.encoding.sizes else ():
             if self._check(self._solver(pins), kept, name, PINNED_RLIMIT) == z3.sat:
                 return True
         return False
@@ -797,7 +796,7 @@ class _DeletionQueries:
             solver = self.encoding.solver(tracked=False, only=set(), lemmas=None if pins is None else False)
             solver.add(self.negated_goal)
             if pins is not None:
-                solver.add(*_pinned(self.sizes, pins))
+                solver.add(*_pinned(self.encoding.sizes, pins))
             for name, hypothesis in self.encoding.hypotheses.items():
                 solver.add(z3.Implies(self.holds[name], hypothesis), z3.Implies(self.fails[name], z3.Not(hypothesis)))
             self.solvers[pins] = solver
