@@ -75,12 +75,27 @@ class SymbolicContext:
         self._reached = self._owners_in([z3.simplify(r) for r in roots if isinstance(r, z3.ExprRef)], follow=True)
         self._cached_definitions = None
 
+    def footprint(self, term: z3.ExprRef) -> set[int]:
+        """What `term` reads, directly or through the definitions of its
+        witnesses: the term ids of the inputs, and of the witnesses' owners
+        (a witness of constants has no input, and two formulas that read it
+        must agree on it)."""
+        owners, inputs = self._walk([term], follow=True, inputs=True)
+        return owners | inputs
+
     def _owners_in(self, terms: list[z3.ExprRef], follow: bool) -> set[int]:
         """The owners of the fresh constants in `terms`; with `follow`, also
         of those their definitions read, transitively."""
-        found: set[int] = set()
+        return self._walk(terms, follow, inputs=False)[0]
+
+    def _walk(self, terms: list[z3.ExprRef], follow: bool, inputs: bool) -> tuple[set[int], set[int]]:
+        """The owners of the witnesses `terms` mention and, if asked, the
+        inputs they mention; with `follow`, also those that the witnesses'
+        definitions read, transitively."""
+        owners: set[int] = set()
+        found_inputs: set[int] = set()
         if not terms:
-            return found
+            return owners, found_inputs
         context = terms[0].ctx.ref()
         seen: set[int] = set()
         stack = [t.as_ast() for t in terms]
@@ -91,15 +106,18 @@ class SymbolicContext:
                 continue
             seen.add(ast_id)
             count = z3.Z3_get_app_num_args(context, ast)
-            if count == 0:
-                owner = self._owner.get(ast_id)
-                if owner is not None and owner not in found:
-                    found.add(owner)
-                    if follow:
-                        stack += [t.as_ast() for t in self._reads[owner]]
-            else:
+            if count:
                 stack += [z3.Z3_get_app_arg(context, ast, i) for i in range(count)]
-        return found
+                continue
+            owner = self._owner.get(ast_id)
+            if owner is None:
+                if inputs and _is_uninterpreted(context, ast):
+                    found_inputs.add(ast_id)
+            elif owner not in owners:
+                owners.add(owner)
+                if follow:
+                    stack += [t.as_ast() for t in self._reads[owner]]
+        return owners, found_inputs
 
     def _kept(self, *terms: z3.ExprRef) -> bool:
         return self._reached is None or self._owners_in(list(terms), follow=False) <= self._reached
@@ -261,10 +279,12 @@ class SymbolicContext:
         key = tuple(t.get_id() for t in terms)
         if key not in self._lcms:
             result = self.fresh("lcm")
+            owner = result.get_id()
             product = z3.IntVal(1)
             multiples = []
             for t in terms:
                 witness = self.fresh("lcmw")
+                self._owner[witness.get_id()] = owner
                 multiples += [result == witness * t, witness >= 1]
                 product = product * t
                 self.obligations.append(t > 0)
@@ -272,12 +292,17 @@ class SymbolicContext:
             # when a term is not positive, which would discharge the positivity
             # obligations above instead of leaving them to the hypotheses.
             positive = z3.And(*(t > 0 for t in terms))
-            owner = result.get_id()
             self._owner[owner] = owner
             self._reads[owner] = terms
             self._definitions.append((owner, z3.Implies(positive, z3.And(*multiples, result <= product))))
             self._lcms[key] = result
         return self._lcms[key]
+
+
+def _is_uninterpreted(context, ast) -> bool:
+    """A constant of no theory (an input or a witness), not true or false."""
+    declaration = z3.Z3_get_app_decl(context, z3.Z3_to_app(context, ast))
+    return z3.Z3_get_decl_kind(context, declaration) == z3.Z3_OP_UNINTERPRETED
 
 
 def _cofactor(x: z3.ArithRef, d: z3.ArithRef) -> z3.ArithRef | None:

@@ -491,7 +491,8 @@ class _Problem:
             return self._excluded(encoding, core, f"the hypotheses contradict each other: {', '.join(core)}")
         # Untracked: naming hypotheses for an unsat core blocks the solver's
         # equality solving, and measured slower by orders of magnitude here.
-        negated = encoding.solver(tracked=False)
+        independent = _independent_of_goal(encoding, simplified)
+        negated = encoding.solver(tracked=False, only=set(encoding.hypotheses) - independent)
         negated.add(z3.Not(encoding.goal))
         # Written once: the exported file and the query cache's key.
         text = negated.to_smt2()
@@ -525,8 +526,9 @@ class _Problem:
                 if found is not None:
                     return self._refuted(found, "")
             return Outcome(UNKNOWN, reason=f"goal: {reason}", smt2=smt2)
-        # A hypothesis true outright in this case cannot be needed in it.
-        idle = {name for name, h in simplified.items() if z3.is_true(h)}
+        # Not needed in this case, without a check: a hypothesis true outright,
+        # and those the proof did without.
+        idle = {name for name, h in simplified.items() if z3.is_true(h)} | independent
         used, unconfirmed = self._minimised(encoding, proof_key, proof_cost, known_needed, idle)
         return Outcome(PROVED, hypotheses_used=used, hypotheses_unconfirmed=unconfirmed, smt2=smt2)
 
@@ -812,6 +814,31 @@ def _global_parameters(options: Sequence[tuple[str, object]]):
     finally:
         for name, value in reversed(saved):
             z3.set_param(name, value)
+
+
+def _independent_of_goal(encoding: _Encoding, simplified: dict[str, z3.BoolRef]) -> set[str]:
+    """The hypotheses that read nothing the goal reads, not even through
+    other hypotheses (arith's footprint: inputs and witnesses): the goal's
+    footprint grows by that of each conjunct of a hypothesis that shares
+    some of it. The rest prove the goal if all of them do. The hypotheses
+    are consistent (the vacuity check), and the definitions of the witnesses
+    have a model for any inputs (the lemma families follow from them), so a
+    model of the rest that breaks the goal combines with one of the dropped
+    hypotheses on inputs and witnesses of their own. `simplified`: the
+    hypotheses, simplified in this case."""
+    context = encoding.context
+    reads = {
+        name: [context.footprint(c) for c in (h.children() if z3.is_and(h) else [h])] for name, h in simplified.items()
+    }
+    reached = context.footprint(encoding.goal)
+    grown = True
+    while grown:
+        grown = False
+        for read in (r for conjuncts in reads.values() for r in conjuncts):
+            if read & reached and not read <= reached:
+                reached |= read
+                grown = True
+    return {name for name, conjuncts in reads.items() if not any(r & reached for r in conjuncts)}
 
 
 def _pinned(sizes, pins: tuple[int, int]) -> list[z3.BoolRef]:

@@ -37,3 +37,15 @@ def test_a_branch_on_a_fixed_flag_is_the_branch():
     assert arith.ite(False, a, 7) == 7
     assert arith.ite(True, a, 7).eq(a)
     assert z3.is_app_of(arith.ite(a > 0, 1, 2), z3.Z3_OP_ITE)
+
+
+def test_a_footprint_reads_through_witnesses_and_shares_a_witness_of_constants():
+    a, b, c = z3.Ints("a b c")
+    with arith.symbolic_context() as context:
+        quotient = arith.floordiv(a, b)
+        assert {a.get_id(), b.get_id()} <= context.footprint(quotient + 1 > 0)
+        assert c.get_id() not in context.footprint(quotient > 0)
+        # 7 // 2 read symbolically is a witness with no input: two formulas
+        # that read it share it, and must agree on its value.
+        half = arith.floordiv(z3.IntVal(7), 2)
+        assert context.footprint(half > c) & context.footprint(half < a)

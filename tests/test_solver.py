@@ -25,7 +25,7 @@ A, B = Var("a", size=True), Var("b")
 
 def test_proved_names_exactly_the_hypotheses_it_used():
     def formula(variant, x):
-        return Claim(hypotheses={"a positive": x["a"] >= 1, "b irrelevant": x["b"] >= 0}, goal=x["a"] > 0)
+        return Claim(hypotheses={"a positive": x["a"] >= 1, "b at most a": x["b"] <= x["a"]}, goal=x["a"] > 0)
 
     outcome = decide(formula, (A, B), None)
     assert outcome.verdict == PROVED
@@ -33,9 +33,34 @@ def test_proved_names_exactly_the_hypotheses_it_used():
     assert outcome.hypotheses_unconfirmed == []  # every deletion check decided
 
 
+def test_a_hypothesis_that_reads_nothing_the_goal_reads_is_left_out_unchecked(monkeypatch):
+    # No deletion check is posed (ratio 0), so only the footprints can drop
+    # a hypothesis: "b irrelevant" reads b alone; "d positive" reaches the
+    # goal through "c is d", and is kept.
+    c_var, d_var = Var("c"), Var("d")
+
+    def formula(variant, x):
+        return Claim(
+            hypotheses={
+                "a positive": x["a"] >= 1,
+                "b irrelevant": x["b"] >= 0,
+                "c is d": x["c"] == x["d"],
+                "d positive": x["d"] >= 1,
+            },
+            goal=x["a"] + x["c"] > 1,
+        )
+
+    monkeypatch.setattr(solver, "CORE_HOPELESS_RATIO", 0)
+    outcome = decide(formula, (A, B, c_var, d_var), None)
+    assert outcome.verdict == PROVED
+    assert outcome.hypotheses_used == ["a positive", "c is d", "d positive"]
+    assert "b irrelevant" not in outcome.hypotheses_unconfirmed
+    assert "(>= b 0)" not in outcome.smt2 and "(>= d 1)" in outcome.smt2
+
+
 def test_deletion_checks_are_not_posed_far_below_the_proofs_cost(monkeypatch):
     def formula(variant, x):
-        return Claim(hypotheses={"a positive": x["a"] >= 1, "b irrelevant": x["b"] >= 0}, goal=x["a"] > 0)
+        return Claim(hypotheses={"a positive": x["a"] >= 1, "b at most a": x["b"] <= x["a"]}, goal=x["a"] > 0)
 
     posed = []
     check = solver._DeletionQueries.check
@@ -44,17 +69,17 @@ def test_deletion_checks_are_not_posed_far_below_the_proofs_cost(monkeypatch):
     )
     assert decide(formula, (A, B), None).hypotheses_used == ["a positive"]
     # A pinned geometry (a = 0) shows "a positive" needed before its check is posed.
-    assert posed == ["b irrelevant"]
+    assert posed == ["b at most a"]
     posed.clear()
     # With the ratio at 0 every proof costs too much for its deletion checks:
     # none is posed, and the set is kept whole, sufficient though not
     # minimal. The pinned geometry still shows "a positive" needed; the
-    # report says "b irrelevant" was kept unchecked.
+    # report says "b at most a" was kept unchecked.
     monkeypatch.setattr(solver, "CORE_HOPELESS_RATIO", 0)
     outcome = decide(formula, (A, B), None)
     assert outcome.verdict == PROVED
-    assert outcome.hypotheses_used == ["a positive", "b irrelevant"]
-    assert outcome.hypotheses_unconfirmed == ["b irrelevant"]
+    assert outcome.hypotheses_used == ["a positive", "b at most a"]
+    assert outcome.hypotheses_unconfirmed == ["b at most a"]
     assert posed == []
 
 
@@ -260,7 +285,7 @@ def test_solver_options_hold_for_one_obligation_and_reach_the_smt2():
 
 def test_an_identical_query_is_answered_once_within_shared_queries():
     def formula(variant, x):
-        return Claim(hypotheses={"a positive": x["a"] >= 1, "b irrelevant": x["b"] >= 0}, goal=x["a"] * x["a"] > 0)
+        return Claim(hypotheses={"a positive": x["a"] >= 1, "b at most a": x["b"] <= x["a"]}, goal=x["a"] * x["a"] > 0)
 
     alone = decide(formula, (A, B), None)
     assert alone.reused == 0
@@ -276,7 +301,7 @@ def test_a_reused_proof_reuses_its_minimisation(monkeypatch):
     # Deletion queries do not go through the query cache; the minimised set
     # of an identical proof is answered once instead, as the first decided it.
     def formula(variant, x):
-        return Claim(hypotheses={"a positive": x["a"] >= 1, "b irrelevant": x["b"] >= 0}, goal=x["a"] > 0)
+        return Claim(hypotheses={"a positive": x["a"] >= 1, "b at most a": x["b"] <= x["a"]}, goal=x["a"] > 0)
 
     minimised = []
     core = solver._Problem._core
@@ -294,14 +319,14 @@ def test_a_reused_proof_sizes_its_minimisation_as_when_it_was_decided(monkeypatc
     monkeypatch.setattr(solver, "CORE_HOPELESS_RATIO", 0)
 
     def formula(variant, x):
-        return Claim(hypotheses={"a positive": x["a"] >= 1, "b irrelevant": x["b"] >= 0}, goal=x["a"] > 0)
+        return Claim(hypotheses={"a positive": x["a"] >= 1, "b at most a": x["b"] <= x["a"]}, goal=x["a"] > 0)
 
     alone = decide(formula, (A, B), None)
     with shared_queries():
         decide(formula, (A, B), None)
         again = decide(formula, (A, B), None)
     assert again.reused > 0
-    assert again.hypotheses_used == alone.hypotheses_used == ["a positive", "b irrelevant"]
+    assert again.hypotheses_used == alone.hypotheses_used == ["a positive", "b at most a"]
 
 
 def test_the_query_cache_keeps_unsat_and_unknown_under_its_budget_only():
