@@ -83,6 +83,29 @@ def test_deletion_checks_are_not_posed_far_below_the_proofs_cost(monkeypatch):
     assert posed == []
 
 
+def test_after_a_deletion_check_ends_unknown_the_next_ones_are_capped_lower(monkeypatch):
+    import z3
+
+    def formula(variant, x):
+        return Claim(
+            hypotheses={"a positive": x["a"] >= 1, "b at most a": x["b"] <= x["a"], "b non-negative": x["b"] >= 0},
+            goal=x["a"] > 0,
+        )
+
+    limits = []
+
+    def unknown_at(self, kept, name, limit):
+        limits.append(limit)
+        return z3.unknown
+
+    monkeypatch.setattr(solver._DeletionQueries, "check", unknown_at)
+    monkeypatch.setattr(solver, "PINNED_RANGES", ())
+    monkeypatch.setattr(solver, "CORE_MIN_RLIMIT", 10)
+    outcome = decide(formula, (A, B), None)
+    assert outcome.hypotheses_unconfirmed == ["a positive", "b at most a", "b non-negative"]
+    assert len(limits) == 3 and limits[0] > 10 and limits[1:] == [10, 10]
+
+
 def test_a_pinned_geometry_shows_a_hypothesis_needed_where_the_deletion_check_cannot(monkeypatch):
     # With the deletion checks capped at an rlimit of 1 none decides; the
     # pinned queries (a = 1 with b not 1, and a = 0) show both needed.
