@@ -155,37 +155,39 @@ class SymbolicContext:
         # Divisibility is transitive: d | x and x | y give y == (q_y * q_x) * d.
         for x, d, qx, rx in witnessed:
             for y, e, qy, ry in by_divisor.get(x.get_id(), ()):
-                lemmas.append(z3.Implies(z3.And(rx == 0, ry == 0), y == (qy * qx) * d))
+                lemmas.append(_implies(_and(rx == 0, ry == 0), y == (qy * qx) * d))
                 self._register(qy * qx, d)
                 # Flooring by a multiple e = qx * d of d floors no higher:
                 # for z == a*e + b, 0 <= b < e, z // d >= a * qx.
                 for z, _, qz, _ in by_divisor[e.get_id()]:
                     for _, _, qw, _ in by_division.get((z.get_id(), d.get_id()), ()):
-                        lemmas.append(
-                            z3.Implies(z3.And(rx == 0, d > 0, e > 0), z3.And(qw >= qz * qx, qz * e <= qw * d))
-                        )
+                        lemmas.append(_implies(_and(rx == 0, d > 0, e > 0), _and(qw >= qz * qx, qz * e <= qw * d)))
         for d, registered in self._quotients.values():
             if not self._kept(d):
                 continue
             pool = [z3.IntVal(0), *(q for q in registered if self._kept(q))]
+            ids = [q.get_id() for q in pool]
             # Each term built once, at its first use, where the pair-by-pair
             # expression would first build it: Z3 numbers terms as they are
             # first made, so the lemmas and the solver's choices are the same;
             # only the Python calls that rebuild existing terms are spared.
+            # The connectives through the C API: z3.And and z3.Implies check
+            # and coerce every argument, half the time of building the
+            # families, for terms known to be Bool terms of this context.
             positive, scaled, above = None, {}, {}
             for i, a in enumerate(pool):
                 for j, b in enumerate(pool):
-                    if a is not b and not a.eq(b):
+                    if ids[i] != ids[j]:
                         if positive is None:
                             positive = d > 0
-                        condition = z3.And(positive, a < b)
+                        condition = _and(positive, a < b)
                         if i not in scaled:
                             scaled[i] = a * d
                         if i not in above:
                             above[i] = scaled[i] + d
                         if j not in scaled:
                             scaled[j] = b * d
-                        lemmas.append(z3.Implies(condition, above[i] <= scaled[j]))
+                        lemmas.append(_implies(condition, above[i] <= scaled[j]))
         result = self.witness_definitions + lemmas
         # Keyed after the transitivity products above are registered: reading
         # again with nothing new registered builds the same list.
@@ -297,6 +299,19 @@ class SymbolicContext:
             self._definitions.append((owner, z3.Implies(positive, z3.And(*multiples, result <= product))))
             self._lcms[key] = result
         return self._lcms[key]
+
+
+def _and(*conjuncts: z3.BoolRef) -> z3.BoolRef:
+    """z3.And of Bool terms of one context, without its checks."""
+    context = conjuncts[0].ctx
+    arguments = (z3.Ast * len(conjuncts))(*(c.as_ast() for c in conjuncts))
+    return z3.BoolRef(z3.Z3_mk_and(context.ref(), len(conjuncts), arguments), context)
+
+
+def _implies(premise: z3.BoolRef, conclusion: z3.BoolRef) -> z3.BoolRef:
+    """z3.Implies of Bool terms of one context, without its checks."""
+    context = premise.ctx
+    return z3.BoolRef(z3.Z3_mk_implies(context.ref(), premise.as_ast(), conclusion.as_ast()), context)
 
 
 def _is_uninterpreted(context, ast) -> bool:
