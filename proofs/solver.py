@@ -464,7 +464,8 @@ class _Problem:
         )
 
     def _decide_case(self, case: dict, searched: bool, known_needed: set[str] = frozenset()) -> Outcome:
-        """`searched`: the cheap refuters have already failed on this case."""
+        """`searched`: the cheap refuters have already failed on this case
+        (on the obligation whole, whose queries leave the flags free)."""
         encoding = self.encoding(case)
         # Vacuity: hypotheses that contradict each other prove anything. A
         # case's values can make a hypothesis false outright; otherwise a
