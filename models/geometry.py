@@ -10,6 +10,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from models.errors import GridproofError
+
 BUILTIN_DIR = Path(__file__).parent / "geometries"
 
 TARGET = "target-attention"
@@ -18,7 +20,7 @@ DRAFT = "draft-attention"
 GROUP_KINDS = (TARGET, RECURRENT, DRAFT)
 
 
-class GeometryError(ValueError):
+class GeometryError(GridproofError):
     """A geometry file or value that cannot be used; the message is one line."""
 
 

@@ -9,12 +9,13 @@ from dataclasses import dataclass
 
 from models import arith
 from models.config import guard_accepts
+from models.errors import GridproofError
 from models.geometry import DRAFT, RECURRENT, Geometry
 from models.scheduler import SplitParams
 from models.variants import Variant
 
 
-class ConfigurationRejected(ValueError):
+class ConfigurationRejected(GridproofError):
     """The variant's configuration check refuses this geometry."""
 
 

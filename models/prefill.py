@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from models import arith
+from models.errors import GridproofError
 from models.plan import Plan
 from models.scheduler import SplitCall, prefill_end, split
 from models.variants import Variant
@@ -81,7 +82,7 @@ class Trace:
         return [c.end for c in self.chunks if c.end > c.start and not c.published]
 
 
-class BudgetError(ValueError):
+class BudgetError(GridproofError):
     pass
 
 

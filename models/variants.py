@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from models.errors import GridproofError
+
 
 @dataclass(frozen=True)
 class Variant:
@@ -61,7 +63,7 @@ _MUTANTS = (
 MUTANTS = {name: replace(base, name=f"mutant:{name}", mutation=name, description=why) for name, base, why in _MUTANTS}
 
 
-class UnknownVariantError(ValueError):
+class UnknownVariantError(GridproofError):
     pass
 
 

@@ -7,15 +7,13 @@ import json
 import os
 import sys
 
-from models.geometry import GeometryError, load_geometry
-from models.plan import ConfigurationRejected
-from models.prefill import BudgetError
-from models.variants import UnknownVariantError, get_variant
-from proofs.runner import ManifestError, NothingSelected
+from models.errors import GridproofError
+from models.geometry import load_geometry
+from models.variants import get_variant
 from proofs.solver import DEFAULT_RLIMIT
 
 
-class UsageError(ValueError):
+class UsageError(GridproofError):
     """Bad input from the command line: one line, exit status 2."""
 
 
@@ -234,22 +232,11 @@ def cmd_mine(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from proofs.report import ReportError
-
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return args.run(args)
-    except (
-        GeometryError,
-        UsageError,
-        UnknownVariantError,
-        ConfigurationRejected,
-        BudgetError,
-        ManifestError,
-        NothingSelected,
-        ReportError,
-    ) as error:
+    except GridproofError as error:
         print(f"gridproof: error: {error}", file=sys.stderr)
         return 2
     except BrokenPipeError:

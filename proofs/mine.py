@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from models.errors import GridproofError
 from models.geometry import load_geometry
 from proofs.mining import LADDER_EXTRA, QUERY_RLIMIT, Miner, MiningError, class_label
 from proofs.playback import (
@@ -28,7 +29,7 @@ from proofs.views import ViewError
 FORMATS = ("text", "json", "pytest")
 
 
-class MineUsageError(ValueError):
+class MineUsageError(GridproofError):
     """Bad input to `gridproof mine`: one line, exit status 2."""
 
 

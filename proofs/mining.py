@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 import z3
 
+from models.errors import GridproofError
 from models.variants import Variant, get_variant
 from proofs.catalog import CATALOGUE, Obligation, Theorem
 from proofs.catalog.base import GEOMETRY_VARS, deployment
@@ -70,7 +71,7 @@ FALLBACK_BOOL_VIEWS = 4  # a theorem without default views is classed by its fir
 DERIVED = ("cadence", "span1", "span2", "split_block", "draft_span")
 
 
-class MiningError(ValueError):
+class MiningError(GridproofError):
     """Bad input to the miner (unknown theorem, bad view, bad count): one line."""
 
 

@@ -27,6 +27,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from models.errors import GridproofError
 from models.geometry import DRAFT, RECURRENT, TARGET, CacheGroup, Deployment, Geometry, Request, parse_geometry
 from models.plan import Plan, plan
 from models.prefill import Trace, run_prefill
@@ -43,7 +44,7 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_CORPUS = REPO / "tests" / "regressions"
 
 
-class PlaybackError(ValueError):
+class PlaybackError(GridproofError):
     """A case that cannot be built or does not replay; the message is one line."""
 
 

@@ -10,6 +10,7 @@ import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from models.errors import GridproofError
 from models.variants import MUTANTS, VARIANTS, get_variant
 from proofs.catalog import CATALOGUE, Obligation, Theorem
 from proofs.solver import DEFAULT_RLIMIT, ERROR, PROVED, REFUTED, UNKNOWN, VACUOUS, Outcome, decide, fresh_context
@@ -18,11 +19,11 @@ MANIFEST = Path(__file__).parent / "manifest.toml"
 VERDICTS = (PROVED, REFUTED, UNKNOWN, VACUOUS, ERROR)
 
 
-class ManifestError(ValueError):
+class ManifestError(GridproofError):
     pass
 
 
-class NothingSelected(ValueError):
+class NothingSelected(GridproofError):
     """A selection of theorem, variant and tier that names no obligation."""
 
 

@@ -20,13 +20,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from models import arith
+from models.errors import GridproofError
 
 INT, BOOL = "int", "bool"
 
 Derive = Callable[[object, dict], dict]  # (variant, inputs) -> extra named values
 
 
-class ViewError(ValueError):
+class ViewError(GridproofError):
     """A view expression that cannot be used; the message is one line."""
 
 

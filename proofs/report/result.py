@@ -11,6 +11,8 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
+from models.errors import GridproofError
+
 FORMAT = "gridproof-result/1"
 DECIDED = ("PROVED", "REFUTED")
 VARIANT_ORDER = ("baseline", "pr457", "pr457-guarded")
@@ -18,7 +20,7 @@ REQUIRED = ("format", "z3_version", "model_hash", "seconds", "rlimit", "entries"
 ENTRY_REQUIRED = ("theorem", "variant", "verdict", "expected", "rlimit", "seconds")
 
 
-class ReportError(ValueError):
+class ReportError(GridproofError):
     """A result file that cannot be read: one line, exit status 2."""
 
 
