@@ -2,8 +2,12 @@
 
     python3 -m proofs.benchmark [--quick] [--peer-seconds S] [--all-tiers] [--seed N]
                                 [--skip-catalogue] [--skip-encoding] [--skip-race] [--only TEXT]
+                                [--write-docs [FILE]]
 
-Run on demand; it prints figures, it asserts nothing about time. Every figure
+Run on demand; it prints figures, it asserts nothing about time. With
+--write-docs it also writes what it printed to docs/benchmarks.md (or FILE),
+headed by the command that made it, so the figures there are always the
+current ones, never a history. Every figure
 is measured in the same run on the same machine, so compare the columns and
 ratios, not the absolute seconds of one machine with another's.
 
@@ -27,7 +31,9 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import datetime
+import io
 import os
 import platform
 import queue
@@ -62,6 +68,7 @@ QUICK_THEOREMS = ("prefill-state-slot", "eagle-backoff-without-annotation")
 QUICK_RACE = (("slot-off-by-one", "prefill-state-slot"), ("eagle-backoff-dropped", "eagle-backoff-without-annotation"))
 QUICK_PEER_SECONDS = 4.0
 ROOT = Path(__file__).resolve().parent.parent
+DOCS_FILE = ROOT / "docs" / "benchmarks.md"
 
 
 # --- formatting -----------------------------------------------------------------
@@ -572,6 +579,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-catalogue", action="store_true")
     parser.add_argument("--skip-encoding", action="store_true")
     parser.add_argument("--skip-race", action="store_true")
+    parser.add_argument(
+        "--write-docs",
+        nargs="?",
+        const=str(DOCS_FILE),
+        metavar="FILE",
+        help=f"also write the figures as Markdown to FILE (default {DOCS_FILE.relative_to(ROOT)})",
+    )
     args = parser.parse_args(argv)
     cap = args.peer_seconds if args.peer_seconds is not None else (QUICK_PEER_SECONDS if args.quick else 60.0)
     if cap <= 0:
@@ -583,16 +597,55 @@ def main(argv: list[str] | None = None) -> int:
         except NothingSelected as error:
             parser.error(f"--encoding-tier {args.encoding_tier}: {error}")
 
-    header()
-    if not args.skip_catalogue:
-        bench_catalogue("ci", theorems)
-        if args.all_tiers:
-            bench_catalogue("all", theorems)
-    if not args.skip_encoding:
-        bench_encoding(theorems, args.encoding_tier)
-    if not args.skip_race:
-        bench_race(args.quick, cap, args.seed, args.only)
+    command = "python3 -m proofs.benchmark " + " ".join(argv if argv is not None else sys.argv[1:])
+    with capture_to(Path(args.write_docs) if args.write_docs else None, command.strip()):
+        header()
+        if not args.skip_catalogue:
+            bench_catalogue("ci", theorems)
+            if args.all_tiers:
+                bench_catalogue("all", theorems)
+        if not args.skip_encoding:
+            bench_encoding(theorems, args.encoding_tier)
+        if not args.skip_race:
+            bench_race(args.quick, cap, args.seed, args.only)
     return 0
+
+
+class _Tee(io.TextIOBase):
+    """Standard output that is also kept, for --write-docs."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self.kept = io.StringIO()
+
+    def write(self, text: str) -> int:
+        self.kept.write(text)
+        return self.stream.write(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+@contextlib.contextmanager
+def capture_to(path: Path | None, command: str):
+    """Print as usual; with a path, also write what was printed there as the
+    benchmark page: the command that made it, then the figures verbatim."""
+    if path is None:
+        yield
+        return
+    tee = _Tee(sys.stdout)
+    with contextlib.redirect_stdout(tee):
+        yield
+    page = (
+        "# Benchmarks\n\n"
+        "Written by the command below; rerun it to refresh every figure on this page. Figures are from one run\n"
+        "on the machine and date in its first lines: compare columns and ratios within the run, not seconds\n"
+        "across machines.\n\n"
+        f"```\n{command}\n```\n\n```\n{tee.kept.getvalue().rstrip()}\n```\n"
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page, encoding="utf-8")
+    print(f"wrote {path}", file=sys.stderr)
 
 
 if __name__ == "__main__":
