@@ -510,6 +510,16 @@ class _Problem:
             outcome = self._refuted(values, smt2)
             if outcome.verdict == REFUTED:
                 return outcome
+            if independent:
+                # The cone of influence left these hypotheses out, so Z3 chose
+                # their inputs freely: pose the query again with every
+                # hypothesis asserted before calling the model spurious.
+                negated.add(*(encoding.hypotheses[name] for name in sorted(independent)))
+                independent = set()
+                text = negated.to_smt2()
+                smt2 = self._smt2(text)
+                answer = self.check(negated, smt2=text)
+                continue
             # A model that does not replay exploits an over-approximation (the
             # symbolic lcm) or an encoding bug: look past it for a real
             # counterexample, but never report the theorem proved.

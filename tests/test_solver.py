@@ -454,3 +454,16 @@ def test_a_geometry_whose_reading_divides_by_zero_is_skipped_each_time_it_is_tri
     assert outcome.verdict == PROVED, outcome.reason
     assert outcome.hypotheses_used == ["a above 2"]
     assert readings.count(1) == 1 and 3 in readings
+
+
+def test_a_refutation_outside_the_cone_of_influence_is_solved_again_with_every_hypothesis():
+    # "b exact" reads nothing the goal reads, so the proof query leaves it
+    # out and Z3 picks b freely: that model fails replay. Posed again with
+    # every hypothesis, the refutation is genuine, not an ERROR.
+    def formula(variant, x):
+        return Claim(hypotheses={"a non-negative": x["a"] >= 0, "b exact": x["b"] == 1_000_003}, goal=x["a"] < 5)
+
+    outcome = decide(formula, (Var("a"), Var("b")), None)
+    assert outcome.verdict == REFUTED, outcome.reason
+    assert outcome.counterexample["b"] == 1_000_003 and outcome.counterexample["a"] >= 5
+    assert "(= b 1000003)" in outcome.smt2  # the exported query is the one that found it
