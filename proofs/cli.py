@@ -106,7 +106,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
         "seed": seed,
         "jobs": jobs,
     }
-    if args.report_dir or args.against or args.seeds:
+    if args.report_dir or args.against or args.seeds or args.confirm:
         return cmd_prove_with_evidence(args, run)
     return prove(**run)
 
@@ -133,6 +133,12 @@ def add_evidence_arguments(prove: argparse.ArgumentParser) -> None:
         metavar="PERCENT",
         default="50",
         help="with --against: rlimit growth per obligation that counts as a regression (default 50)",
+    )
+    prove.add_argument(
+        "--confirm",
+        choices=["cvc5"],
+        help="pose every exported query to a second solver and report, per entry, whether it agrees "
+        "(exit 1 on a disagreement; unknown within its budget is reported, not a failure)",
     )
     prove.add_argument(
         "--seeds",
@@ -187,6 +193,7 @@ def cmd_prove_with_evidence(args: argparse.Namespace, run: dict) -> int:
         against=Path(args.against) if args.against else None,
         rlimit_growth=growth,
         seeds=seeds,
+        confirm_with=args.confirm,
     )
 
 
