@@ -105,6 +105,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
         "as_json": args.json,
         "seed": seed,
         "jobs": jobs,
+        "cache": _cache_directory(args),
     }
     if args.report_dir or args.against or args.seeds or args.confirm:
         return cmd_prove_with_evidence(args, run)
@@ -114,7 +115,25 @@ def cmd_prove(args: argparse.Namespace) -> int:
 # --- evidence: report files, run-to-run diff, seeds (proofs/report/) ---------------------------------
 
 
+def _cache_directory(args: argparse.Namespace):
+    from pathlib import Path
+
+    from proofs.cache import default_directory
+
+    if args.no_cache:
+        return None
+    return Path(args.cache) if args.cache else default_directory()
+
+
 def add_evidence_arguments(prove: argparse.ArgumentParser) -> None:
+    cache = prove.add_mutually_exclusive_group()
+    cache.add_argument(
+        "--cache",
+        metavar="DIR",
+        help="reuse an entry decided before when its queries' text, the z3 version and the solver's parameters "
+        "are identical, and store new ones (default: $XDG_CACHE_HOME/gridproof or ~/.cache/gridproof)",
+    )
+    cache.add_argument("--no-cache", action="store_true", help="decide every entry, and store none")
     prove.add_argument("--seed", help="Z3 random seed for every query (default: Z3's own)")
     prove.add_argument(
         "--report-dir",

@@ -102,6 +102,7 @@ class Entry:
     ablations: dict[str, str] = field(default_factory=dict)
     reproduce: str = ""
     reused_queries: int = 0  # answered from an identical query of an earlier obligation (solver.shared_queries)
+    cached: bool = False  # taken from the proof cache (proofs/cache.py), not decided in this run
     subject: str = ""
     statement: str = ""
     tier: str = "ci"

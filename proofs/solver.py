@@ -252,9 +252,10 @@ def _resource_count(checked: z3.Solver | None = None) -> int:
 class _Budget:
     """An obligation's rlimit: everything Z3 counted since it began."""
 
-    def __init__(self, rlimit: int) -> None:
+    def __init__(self, rlimit: int, counted: bool = True) -> None:
+        """`counted` False: for a claim only read, never decided (no count to start from)."""
         self.limit = rlimit
-        self.start = _resource_count()
+        self.start = _resource_count() if counted else 0
         self.used = 0
 
     @property
@@ -318,6 +319,23 @@ def decide(
     outcome.hypothesis_names = problem.hypothesis_names if problem is not None else None
     outcome.seconds = time.perf_counter() - started
     return outcome
+
+
+def query_text(formula: Formula, variables: Sequence[Var], variant) -> str:
+    """The claim read symbolically as one query's text, every input free:
+    the witness definitions, the hypotheses, the negated goal and the cover
+    goals, with Z3's let-names numbered in order. Every query a decision
+    poses is a function of it (and of the procedure's code), so equal texts
+    are decided alike."""
+    with fresh_context():
+        problem = _Problem(formula, tuple(variables), variant, frozenset(), None, _Budget(1, counted=False))
+        try:
+            encoding = _Encoding(problem, {})
+        except ZeroDivisionError as error:
+            return f"ZeroDivisionError: {error}"
+        query = encoding.solver(tracked=True, lemmas=False)
+        covers = [z3.Bool(f"cover:{name}") == _bool(c) for name, c in encoding.claim.covers.items()]
+        return QueryCache.key(query, [z3.Not(encoding.goal), *covers])
 
 
 def encode(

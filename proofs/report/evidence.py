@@ -27,18 +27,19 @@ def prove_with_evidence(
     seeds: int = 0,
     jobs: int | None = None,
     confirm_with: str | None = None,
+    cache: Path | None = None,
 ) -> int:
     old = load_result(against) if against is not None else None  # a bad file stops here, before the run
     if report_dir is not None:
         check_report_dir(report_dir)
-    result, entries = run_catalogue(theorem, variant, tier, rlimit, seed, jobs)
+    result, entries = run_catalogue(theorem, variant, tier, rlimit, seed, jobs, cache)
     status = 1 if result["failures"] or not entries else 0
     after: list[str] = []
 
     if seeds:
         seeded = {}
         for s in range(1, seeds + 1):
-            rerun, _ = run_catalogue(theorem, variant, tier, rlimit, s, jobs)
+            rerun, _ = run_catalogue(theorem, variant, tier, rlimit, s, jobs, cache)
             seeded[s] = rerun["entries"]
         report = brittleness(result["entries"], seeded)
         result["brittleness"] = report
