@@ -7,14 +7,24 @@ parameters and budget, and the sources of the decision procedure itself.
 The key is the query text, never a name: a changed model function changes
 the queries that read it, so those entries are decided again and no verdict
 outlives the model it was decided for. Only PROVED and REFUTED entries are
-kept; anything else is decided again on every run."""
+kept; anything else is decided again on every run.
+
+Printing the query text means reading the model symbolically, most of a
+cached rerun. Each key is therefore also recorded under a digest of every
+file the reading could depend on (models/, proofs/, tests/, the z3 and
+Python versions): while those files are byte-identical, the reading would
+print the same text, and the recorded key is used without it. A function
+replaced in a running process is not a file: `ProofCache(read_always=True)`
+reads every time."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import sys
 from dataclasses import fields
+from functools import cache
 from pathlib import Path
 
 import z3
@@ -65,15 +75,41 @@ def entry_key(theorem: Theorem, variant_name: str, expected: str, rlimit: int, t
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
+@cache
+def sources_digest() -> str:
+    """Every file under models/, proofs/ and tests/ (bytecode aside), the z3
+    and Python versions: what the symbolic reading of a claim could depend on."""
+    digest = hashlib.sha256(f"{z3.get_version_string()} {sys.version}".encode())
+    for top in ("models", "proofs", "tests"):
+        for path in sorted((_ROOT / top).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                digest.update(path.relative_to(_ROOT).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
 class ProofCache:
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, read_always: bool = False) -> None:
         self.directory = Path(directory)
+        self.read_always = read_always
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise CacheError(f"--cache: cannot use {self.directory}: {error.strerror}") from None
         if not self.directory.is_dir():
             raise CacheError(f"--cache: {self.directory} is not a directory")
+
+    def key(self, theorem: Theorem, variant: str, expected: str, rlimit: int, tier: str, seed: int | None) -> str:
+        """entry_key, or the key recorded for the same entry under the same sources."""
+        if self.read_always:
+            return entry_key(theorem, variant, expected, rlimit, tier, seed)
+        identity = repr((theorem.name, variant, expected, rlimit, tier, seed)).encode()
+        recorded = self.directory / "keys" / sources_digest() / hashlib.sha256(identity).hexdigest()
+        try:
+            return recorded.read_text(encoding="ascii")
+        except (OSError, UnicodeDecodeError):
+            key = entry_key(theorem, variant, expected, rlimit, tier, seed)
+        self._write(recorded, key)
+        return key
 
     def load(self, key: str) -> Entry | None:
         try:
@@ -92,10 +128,15 @@ class ProofCache:
         data = entry.to_json()
         del data["ok"]
         data["queries"] = {name: [q.to_json() for q in qs] for name, qs in entry.queries.items()}
-        path = self.directory / f"{key}.json"
-        temporary = path.with_suffix(f".{os.getpid()}.tmp")
+        self._write(self.directory / f"{key}.json", json.dumps(data))
+
+    @staticmethod
+    def _write(path: Path, text: str) -> None:
+        """Whole or absent, whichever process writes it."""
+        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         try:
-            temporary.write_text(json.dumps(data), encoding="utf-8")
-            temporary.replace(path)  # whole or absent, whichever process writes it
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary.write_text(text, encoding="utf-8")
+            temporary.replace(path)
         except OSError as error:
             raise CacheError(f"--cache: cannot write {path}: {error.strerror}") from None

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import z3
 
-from proofs.cache import ProofCache, entry_key
+from proofs.cache import ProofCache
 from proofs.catalog import CATALOGUE
 from proofs.runner import Entry, load_manifest, model_sources_hash, plan_runs, progress, reproduce_command, run_theorem
 from proofs.solver import shared_queries
@@ -107,7 +107,7 @@ def _run_theorem_variants(
     cache = ProofCache(cache_directory) if cache_directory is not None else None
     with shared_queries():
         for variant, expected, rlimit, tier in variants:
-            key = entry_key(CATALOGUE[theorem], variant, expected, rlimit, tier, seed) if cache else ""
+            key = cache.key(CATALOGUE[theorem], variant, expected, rlimit, tier, seed) if cache else ""
             entry = cache.load(key) if cache else None
             if entry is not None:
                 entries.append(entry)

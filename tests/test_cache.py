@@ -5,11 +5,18 @@ exactly the entries whose queries read it. Counted, never timed."""
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 from models import arith
+from proofs.cache import ProofCache
+from proofs.catalog import CATALOGUE
 from proofs.catalog import prefill as prefill_theorems
 from proofs.cli import main
-from proofs.prove import run_catalogue
+
+ROOT = Path(__file__).resolve().parent.parent
 
 THEOREM = "prefill-state-slot"  # baseline, pr457, pr457-guarded and mutant:slot-off-by-one
 
@@ -18,45 +25,58 @@ def _cached(result: dict) -> dict[str, bool]:
     return {e["variant"]: e["cached"] for e in result["entries"]}
 
 
-def test_an_unchanged_rerun_decides_nothing_and_a_changed_function_only_what_reads_it(tmp_path, monkeypatch):
-    first, _ = run_catalogue(theorem=THEOREM, jobs=1, cache=tmp_path)
+def _prove_in(tree: Path, cache: Path) -> dict:
+    """`gridproof prove` run from a copy of the sources, as a user would after editing them."""
+    command = [sys.executable, "-m", "proofs.cli", "prove", "--theorem", THEOREM, "--cache", str(cache), "--json"]
+    done = subprocess.run(command, cwd=tree, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_an_unchanged_rerun_decides_nothing_and_an_edited_function_only_what_reads_it(tmp_path):
+    tree, cache = tmp_path / "tree", tmp_path / "cache"
+    for top in ("models", "proofs"):
+        shutil.copytree(ROOT / top, tree / top, ignore=shutil.ignore_patterns("__pycache__"))
+    first = _prove_in(tree, cache)
     assert first["cache"]["reused"] == 0 and not any(_cached(first).values())
-    again, entries = run_catalogue(theorem=THEOREM, jobs=1, cache=tmp_path)
+    again = _prove_in(tree, cache)
     assert again["cache"]["reused"] == len(again["entries"]) == 4
-    assert [e.queries for e in entries] and all(e.queries for e in entries)  # the evidence comes back too
     for old, new in zip(first["entries"], again["entries"], strict=True):
         assert {k: v for k, v in old.items() if k not in ("seconds", "cached")} == {
             k: v for k, v in new.items() if k not in ("seconds", "cached")
         }
-
-    real = prefill_theorems.initial_state_column
-
-    def rewritten(variant, computed, cadence):
-        # The same slot, written another way: (c - 1) // R as (c + R - 1) // R - 1.
-        if variant.mutation:
-            return real(variant, computed, cadence)
-        return arith.floordiv(computed + cadence - 1, cadence) - 1
-
-    monkeypatch.setattr(prefill_theorems, "initial_state_column", rewritten)
-    changed, _ = run_catalogue(theorem=THEOREM, jobs=1, cache=tmp_path)
-    assert _cached(changed) == {
-        "baseline": False,
-        "pr457": False,
-        "pr457-guarded": False,
-        "mutant:slot-off-by-one": True,
-    }
+    # The same slot written another way, (c - 1) // R as (c + R - 1) // R - 1:
+    # every variant's query reads it but the mutant's, which has its own line.
+    source = tree / "models" / "prefill.py"
+    old_line = "    return arith.floordiv(computed - 1, cadence)\n"
+    assert old_line in source.read_text()
+    source.write_text(source.read_text().replace(old_line, "    return arith.cdiv(computed, cadence) - 1\n"))
+    changed = _prove_in(tree, cache)
+    decided_again = {"baseline": False, "pr457": False, "pr457-guarded": False}
+    assert _cached(changed) == {**decided_again, "mutant:slot-off-by-one": True}
     assert [e["verdict"] for e in changed["entries"]] == [e["verdict"] for e in first["entries"]]
+
+
+def test_reading_always_sees_a_function_replaced_in_the_process(tmp_path, monkeypatch):
+    theorem = CATALOGUE[THEOREM]
+    recorded, read = ProofCache(tmp_path), ProofCache(tmp_path, read_always=True)
+    before = recorded.key(theorem, "baseline", "PROVED", 1000, "ci", None)
+    assert read.key(theorem, "baseline", "PROVED", 1000, "ci", None) == before
+    monkeypatch.setattr(prefill_theorems, "initial_state_column", lambda v, c, r: arith.cdiv(c, r) - 1)
+    assert read.key(theorem, "baseline", "PROVED", 1000, "ci", None) != before
+    # Recorded by the files, which did not change: why tests that patch must read always.
+    assert recorded.key(theorem, "baseline", "PROVED", 1000, "ci", None) == before
 
 
 def test_no_cache_decides_everything_and_stores_nothing(tmp_path, capsys):
     assert main(["prove", "--theorem", THEOREM, "--cache", str(tmp_path), "--json"]) == 0
-    stored = sorted(tmp_path.iterdir())
-    assert len(stored) == 4
+    stored = sorted(tmp_path.rglob("*"))
+    assert len(list(tmp_path.glob("*.json"))) == 4
     capsys.readouterr()
     assert main(["prove", "--theorem", THEOREM, "--no-cache", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert "cache" not in result and not any(_cached(result).values())
-    assert sorted(tmp_path.iterdir()) == stored
+    assert sorted(tmp_path.rglob("*")) == stored
 
 
 def test_a_cache_directory_that_is_a_file_is_one_line_and_exit_2(tmp_path, capsys):
