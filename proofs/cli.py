@@ -9,7 +9,7 @@ import sys
 
 from models.errors import GridproofError
 from models.geometry import load_geometry
-from models.variants import get_variant
+from proofs.mutation.handwritten import in_effect
 from proofs.solver import DEFAULT_RLIMIT
 
 
@@ -43,10 +43,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from proofs.simulate import render_text, simulate
 
     geometry = load_geometry(args.geometry)
-    variant = get_variant(args.variant)
     budgets = _budgets(args.budget) if args.budget is not None else geometry.deployment.max_num_scheduled_tokens
     prompt = _positive("--prompt-tokens", args.prompt_tokens)
-    result = simulate(variant, geometry, budgets, prompt_tokens=prompt)
+    with in_effect(args.variant) as variant:
+        result = simulate(variant, geometry, budgets, prompt_tokens=prompt)
     print(json.dumps(result, indent=2) if args.json else render_text(result))
     return 0
 
