@@ -2,9 +2,9 @@
 
 `baseline` is vLLM 0.33.0; `pr457` is the change under verification as
 ../shared/reference/pr457-model.md reads it; `pr457-guarded` adds the
-configuration check this project proposes. Mutants (deliberately broken
-copies of a variant) are not here: they patch the model's code from outside
-(proofs/mutation/).
+configuration check this project proposes. Deliberately broken copies of a
+variant are not here: each is a patch applied to the model's code from
+outside, by the proofs package.
 """
 
 from __future__ import annotations
