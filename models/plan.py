@@ -42,7 +42,7 @@ def split_grid(variant: Variant, recurrent_cadence, spec_blocks):
     """The grid the split aligns to: 0.33.0 reads cache_config.block_size, reset
     after KV planning to the smallest prefix-cacheable spec block
     (v1/engine/core.py:335-349); PR457 reads the cadence."""
-    if variant.splits_on_cadence and variant.mutation != "physical-block-cadence":
+    if variant.splits_on_cadence:
         return recurrent_cadence
     return arith.minimum(*spec_blocks)
 

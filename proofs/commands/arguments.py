@@ -11,7 +11,7 @@ import argparse
 import math
 
 from models.errors import GridproofError
-from models.variants import get_variant
+from proofs.mutation.handwritten import resolve
 
 
 class UsageError(GridproofError):
@@ -74,9 +74,10 @@ def percentage(text: str) -> float:
 
 
 def variant_name(text: str) -> str:
-    """A variant or mutant:NAME of models/variants.py, the one list of them."""
+    """An engine variant (models/variants.py) or a hand-written mutant:NAME
+    (proofs/mutation/handwritten.py)."""
     try:
-        return get_variant(text).name
+        return resolve(text).name
     except GridproofError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 

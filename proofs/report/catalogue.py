@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 from models import arith
-from models.variants import get_variant
 from proofs.catalog import CATALOGUE, Theorem
+from proofs.mutation.handwritten import in_effect
 from proofs.runner import Expectation, load_manifest
 from proofs.solver import fresh_context, symbolic_inputs
 
@@ -32,8 +32,8 @@ def hypothesis_names(theorem: Theorem, variants: list[str]) -> list[tuple[str, l
     for obligation in theorem.obligations:
         names: list[str] = []
         for variant in variants:
-            with fresh_context(), arith.symbolic_context():
-                claim = obligation.formula(get_variant(variant), symbolic_inputs(obligation.variables))
+            with fresh_context(), arith.symbolic_context(), in_effect(variant) as resolved:
+                claim = obligation.formula(resolved, symbolic_inputs(obligation.variables))
             names += [n for n in claim.hypotheses if n not in names]
         named.append((obligation.name, names))
     return named

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from models.variants import get_variant
 from proofs.mining import FAILS, HOLDS, REJECTED, derive_deployment
+from proofs.mutation.handwritten import resolve
 from proofs.playback import (
     FIX_VARIANT,
     FORMAT,
@@ -182,7 +182,7 @@ def test_deleting_the_fix_makes_cases_fail():
     failing = [d for d in safe if outcomes[id(d)] == FAILS]
     assert len(failing) >= 3, "the mutant is not noticed by the corpus"
     for doc in failing:
-        derived = derive_deployment(get_variant(mutant), doc["inputs"])
+        derived = derive_deployment(resolve(mutant), doc["inputs"])
         assert derived["cadence"] % derived["span1"] == 0, "the mutant checks the first group"
         assert derived["cadence"] % derived["span2"] != 0, "and misses the second"
     # And with the check intact, the same deployments are refused or hold.
