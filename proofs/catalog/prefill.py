@@ -7,7 +7,7 @@ from __future__ import annotations
 from models import arith
 from models.config import guard_accepts
 from models.prefill import initial_state_column, prefill_step, publishes, state_column
-from models.reuse import gpu_restorable
+from models.reuse import gpu_restorable, offload_restorable
 from models.scheduler import SplitCall, last_cacheable_position, max_prefill_tokens, prefill_end, split
 from proofs.catalog.base import (
     GEOMETRY_VARS,
@@ -15,6 +15,7 @@ from proofs.catalog.base import (
     SPLIT_PARAM_VARS,
     Obligation,
     Theorem,
+    bools,
     call_domain,
     deployment,
     deployment_domain,
@@ -35,6 +36,12 @@ ENGINE_STEP_VARS = (
     tuple(v for v in SPLIT_PARAM_VARS if v.name != "block")
     + GEOMETRY_VARS
     + ints("computed", "budget", "prompt", "tokens", "scheduled")
+)
+SAFE_RESTORE_VARS = (
+    tuple(v for v in SPLIT_PARAM_VARS if v.name != "block")
+    + GEOMETRY_VARS
+    + ints("tokens", "new_tokens", "position")
+    + bools("published")
 )
 UNROLL_STEPS = 2
 GEOMETRY_FLAGS = ("explicit", "sharded", "sharded2")
@@ -234,6 +241,86 @@ def restorable_below_lcp(variant, x):
     )
 
 
+def _restore_setting(variant, x):
+    """A cached request of `tokens` tokens and a later one of `new_tokens`
+    that extends it; `published`: the cached prefill published a checkpoint
+    at `position`, which then satisfies the step's publication rule. No
+    guard: the restore checks the target boundaries itself, so safety holds
+    for every variant, and pr457-guarded poses pr457's very queries."""
+    d, p, hypotheses = _setting(variant, x, guarded=False)
+    tokens, new_tokens, position = x["tokens"], x["new_tokens"], x["position"]
+    hypotheses["a later request extending the cached one"] = arith.all_of(tokens >= 1, new_tokens >= tokens)
+    hypotheses["what the cached prefill publishes"] = arith.implies(
+        x["published"], publishes(position, d.cadence, tokens)
+    )
+    return d, p, hypotheses
+
+
+def _restored_safely(variant, x, d, p, restorable):
+    """A restored position is a published checkpoint, on every target
+    boundary, strictly below the later request's tokens and, except under
+    EAGLE drop with no annotated group (whose one-recurrent-block backoff is
+    stricter than the restore itself, docs/engine-theorems.md), at or below
+    its last cacheable position."""
+    position, new_tokens = x["position"], x["new_tokens"]
+    lcp = last_cacheable_position(variant, p, new_tokens)
+    backoff_only = arith.all_of(p.eagle_drop, arith.negate(p.eagle_annotated))
+    return arith.implies(
+        restorable,
+        arith.all_of(
+            x["published"],
+            _on_targets(position, d.target_spans),
+            position < new_tokens,
+            arith.implies(arith.negate(backoff_only), position <= lcp),
+        ),
+    )
+
+
+def gpu_restore_safe(variant, x):
+    d, p, hypotheses = _restore_setting(variant, x)
+    restorable = gpu_restorable(
+        x["position"],
+        x["published"],
+        d.target_spans,
+        (d.draft_span,),
+        p.eagle_drop,
+        p.lookahead,
+        x["tokens"],
+        x["new_tokens"],
+        x["annotated"],
+    )
+    return Claim(hypotheses=hypotheses, goal=_restored_safely(variant, x, d, p, restorable))
+
+
+def _offload_restore_safe(variant, x, annotated):
+    """The offload connector: a KV connector, so no hash lookahead (vllm-align-mode.md
+    section 2.2); its EAGLE groups are the annotated ones. Chunks of one block,
+    as every built-in deployment runs: with blocks per chunk symbolic too, the
+    span products left both offload obligations UNKNOWN within 20,000,000."""
+    x = {**x, "annotated": annotated}
+    d, p, hypotheses = _restore_setting(variant, x)
+    hypotheses["a KV connector: no hash lookahead"] = x["lookahead"] == 0
+    restorable = offload_restorable(
+        x["position"],
+        x["published"],
+        d.cadence,
+        d.target_spans,
+        (d.draft_span,) if annotated else (),
+        1,
+        x["tokens"],
+        x["new_tokens"],
+    )
+    return Claim(hypotheses=hypotheses, goal=_restored_safely(variant, x, d, p, restorable))
+
+
+def offload_restore_safe(variant, x):
+    return _offload_restore_safe(variant, x, annotated=False)
+
+
+def offload_restore_safe_with_eagle(variant, x):
+    return _offload_restore_safe(variant, x, annotated=True)
+
+
 def state_slot(variant, x):
     """The column a request reads its initial state from, fresh or resumed
     at a published checkpoint, holds the state after exactly the tokens it
@@ -332,6 +419,24 @@ THEOREMS = (
                 # split on "eagle_drop" and "annotated" alone. Before pruning:
                 # 4.5 to 6.7 s on the first 2 flags.
                 case_split=("explicit", "eagle_drop", "annotated"),
+            ),
+        ),
+    ),
+    Theorem(
+        "prefill-restore-safe",
+        "prefill",
+        "Whatever a later request extending a cached one restores, from the GPU prefix cache or through the "
+        "native offload connector, is a checkpoint the cached prefill published, on every target boundary, "
+        "strictly below the later request's tokens and at or below its last cacheable position (except under "
+        "EAGLE drop with no annotated group).",
+        (
+            Obligation("gpu", SAFE_RESTORE_VARS, gpu_restore_safe, case_split=("explicit", "eagle_drop", "annotated")),
+            Obligation("offload", SAFE_RESTORE_VARS, offload_restore_safe, case_split=("explicit", "eagle_drop")),
+            Obligation(
+                "offload-eagle",
+                SAFE_RESTORE_VARS,
+                offload_restore_safe_with_eagle,
+                case_split=("explicit", "eagle_drop"),
             ),
         ),
     ),
