@@ -321,6 +321,38 @@ def offload_restore_safe_with_eagle(variant, x):
     return _offload_restore_safe(variant, x, annotated=True)
 
 
+def prefill_ends_where_decode_begins(variant, x):
+    """Which tokens the engine's step computes as prefill, from any state of
+    a request (fresh, or resumed with `tokens - prompt` output tokens to
+    replay): the split's contract as in engine_step, but no hypothesis that
+    the state is in prefill."""
+    d, p, hypotheses = _setting(variant, x, guarded=False)
+    computed, prompt, tokens, scheduled = x["computed"], x["prompt"], x["tokens"], x["scheduled"]
+    hypotheses["prompt within request"] = arith.all_of(prompt >= 1, tokens >= prompt)
+    hypotheses["a token left to compute"] = arith.all_of(computed >= 0, computed <= tokens - 1)
+    hypotheses["budget positive"] = x["budget"] >= 1
+    step = prefill_step(
+        variant, p, d.cadence, computed, x["budget"], prompt, tokens, split_function=lambda _p, _call: scheduled
+    )
+    hypotheses["the split's contract (split-bounds)"] = arith.all_of(0 <= scheduled, scheduled <= step.requested)
+    prefill = step.end == computed + scheduled
+    return Claim(
+        hypotheses=hypotheses,
+        goal=arith.all_of(
+            arith.implies(computed < prompt, prefill),
+            arith.implies(computed < tokens - 1, prefill),
+            arith.implies(
+                arith.all_of(tokens > prompt, computed == tokens - 1),
+                arith.all_of(step.end == computed, arith.negate(step.published)),
+            ),
+        ),
+        covers={
+            "a resumed request replaying its outputs": arith.all_of(prompt <= computed, computed < tokens - 1),
+            "a resumed request's last token": arith.all_of(tokens > prompt, computed == tokens - 1),
+        },
+    )
+
+
 def state_slot(variant, x):
     """The column a request reads its initial state from, fresh or resumed
     at a published checkpoint, holds the state after exactly the tokens it
@@ -439,6 +471,15 @@ THEOREMS = (
                 case_split=("explicit", "eagle_drop"),
             ),
         ),
+    ),
+    Theorem(
+        "prefill-end",
+        "prefill",
+        "The engine's step computes every prompt token as prefill, and a resumed request's output tokens too "
+        "up to its last, which is decode's: the step from N - 1 tokens of a request with outputs computes and "
+        "publishes nothing. So the prefill ends at max(P, N - 1), the bound vLLM's split reads "
+        "(tests/conformance/test_prefill_end.py checks it against the real split).",
+        (Obligation("step", ENGINE_STEP_VARS, prefill_ends_where_decode_begins),),
     ),
     Theorem(
         "prefill-step-slots",
