@@ -85,20 +85,24 @@ def _publication(variant, x):
     return d, end, tokens, hypotheses
 
 
-def engine_step(variant, x, guarded=True):
+def engine_step(variant, x, guarded=True, in_prefill=True):
     """One step of models.prefill.prefill_step, the step run_prefill takes,
-    from an arbitrary state of a request's prefill: `computed` tokens done,
-    any positive budget, the deployment's cadence and split grid as
-    models.plan resolves them. The split enters through its contract, proved
-    for every variant by split-bounds (in prefill, 0 <= scheduled <=
-    requested): what a step publishes and where it writes does not depend on
-    where inside that range the split ends, and the solver is spared the
-    split's every stop. A step refuted this way is searched again as a fresh
-    request's trace through the real split (the theorems' trace_search)."""
+    from an arbitrary state of a request: `computed` tokens done (with
+    `in_prefill`, fewer than the prefill's end; else any short of the
+    request's tokens), any positive budget, the deployment's cadence and
+    split grid as models.plan resolves them. The split enters through its
+    contract, proved for every variant by split-bounds (in prefill, 0 <=
+    scheduled <= requested): what a step publishes and where it writes does
+    not depend on where inside that range the split ends, and the solver is
+    spared the split's every stop. A step refuted this way is searched again
+    as a fresh request's trace through the real split (trace_search)."""
     d, p, hypotheses = _setting(variant, x, guarded)
     computed, prompt, tokens, scheduled = x["computed"], x["prompt"], x["tokens"], x["scheduled"]
     hypotheses["prompt within request"] = arith.all_of(prompt >= 1, tokens >= prompt)
-    hypotheses["a state in prefill"] = arith.all_of(computed >= 0, computed < prefill_end(prompt, tokens))
+    if in_prefill:
+        hypotheses["a state in prefill"] = arith.all_of(computed >= 0, computed < prefill_end(prompt, tokens))
+    else:
+        hypotheses["a token left to compute"] = arith.all_of(computed >= 0, computed <= tokens - 1)
     hypotheses["budget positive"] = x["budget"] >= 1
     step = prefill_step(
         variant, p, d.cadence, computed, x["budget"], prompt, tokens, split_function=lambda _p, _call: scheduled
@@ -324,18 +328,10 @@ def offload_restore_safe_with_eagle(variant, x):
 def prefill_ends_where_decode_begins(variant, x):
     """Which tokens the engine's step computes as prefill, from any state of
     a request (fresh, or resumed with `tokens - prompt` output tokens to
-    replay): the split's contract as in engine_step, but no hypothesis that
-    the state is in prefill."""
-    d, p, hypotheses = _setting(variant, x, guarded=False)
-    computed, prompt, tokens, scheduled = x["computed"], x["prompt"], x["tokens"], x["scheduled"]
-    hypotheses["prompt within request"] = arith.all_of(prompt >= 1, tokens >= prompt)
-    hypotheses["a token left to compute"] = arith.all_of(computed >= 0, computed <= tokens - 1)
-    hypotheses["budget positive"] = x["budget"] >= 1
-    step = prefill_step(
-        variant, p, d.cadence, computed, x["budget"], prompt, tokens, split_function=lambda _p, _call: scheduled
-    )
-    hypotheses["the split's contract (split-bounds)"] = arith.all_of(0 <= scheduled, scheduled <= step.requested)
-    prefill = step.end == computed + scheduled
+    replay), with no hypothesis that the state is in prefill."""
+    _, _, step, hypotheses = engine_step(variant, x, guarded=False, in_prefill=False)
+    computed, prompt, tokens = x["computed"], x["prompt"], x["tokens"]
+    prefill = step.end == computed + x["scheduled"]
     return Claim(
         hypotheses=hypotheses,
         goal=arith.all_of(
