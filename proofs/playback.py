@@ -366,16 +366,19 @@ def check_real_vllm(doc: dict, real) -> list[int]:
 
 
 def geometry_inputs(variant: str, geometry: Geometry, budgets: list[int], steps: int) -> dict:
-    """The trace inputs that describe `geometry` under `variant`: at most two
-    target-attention groups, one recurrent group and one draft group. The
-    split parameters the plan derives are checked against the ones the
-    symbolic deployment derives from these inputs."""
-    targets = geometry.of_kind(TARGET)
-    drafts = geometry.of_kind(DRAFT)
-    if len(targets) > 2 or len(drafts) > 1 or len(geometry.of_kind(RECURRENT)) != 1:
+    """The trace inputs that describe `geometry` under `variant`. Any number
+    of groups: the symbolic deployment has two target-attention shapes, one
+    recurrent and one draft shape, and groups of the same shape resolve to
+    the same spans, cadence and split grid (lcm, min and gcd over copies of
+    one value are that value). The split parameters, cadence and target spans
+    the plan derives are checked against the ones the symbolic deployment
+    derives from these inputs."""
+    targets = _distinct(geometry.of_kind(TARGET))
+    drafts = _distinct(geometry.of_kind(DRAFT))
+    if len(targets) > 2 or len(drafts) > 1:
         raise PlaybackError(
-            f"{geometry.name}: a symbolic deployment has at most two target-attention groups, one recurrent "
-            "group and one draft group"
+            f"{geometry.name}: a symbolic deployment has at most two distinct target-attention group shapes and "
+            f"one draft group shape; this geometry has {len(targets)} and {len(drafts)}"
         )
     d = geometry.deployment
     with in_effect(variant) as chosen:
@@ -415,6 +418,11 @@ def geometry_inputs(variant: str, geometry: Geometry, budgets: list[int], steps:
     ):
         raise PlaybackError(f"{geometry.name}: does not map onto the symbolic deployment for {variant}")
     return inputs
+
+
+def _distinct(groups) -> list:
+    """The groups' shapes, each once, in order (count aside)."""
+    return list(dict.fromkeys(dataclasses.replace(g, count=1) for g in groups))
 
 
 def geometry_figures(variant: str, geometry: Geometry, budgets: list[int]) -> dict:
