@@ -10,6 +10,7 @@ import sys
 from models.errors import GridproofError
 from models.geometry import load_geometry
 from models.variants import get_variant
+from proofs.commands import source as source_command
 from proofs.solver import DEFAULT_RLIMIT
 
 
@@ -57,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Prove where a hybrid model's recurrent checkpoints land, for vLLM 0.33.0 and PR457.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
+    source_command.add_parser(sub)
 
     sim = sub.add_parser("simulate", help="run one request's prefill and show chunk ends, states and reuse")
     sim.add_argument("geometry", help="a geometry TOML file, or a built-in name such as kimi-k3-tp16-dcp16")

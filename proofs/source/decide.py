@@ -33,6 +33,9 @@ class Verdict:
     values: tuple | None = None  # (left, right) on the counterexample
     reason: str = ""
     undecided_paths: list[int] = field(default_factory=list)
+    exploration: object = None  # the left reading's paths (paths.Exploration)
+    hypotheses: dict = field(default_factory=dict)  # the domain, as terms of `inputs`
+    inputs: dict = field(default_factory=dict)
 
 
 def equivalence(subject: Subject, left, right=None, rlimit: int = PATH_RLIMIT) -> Verdict:
@@ -59,6 +62,7 @@ def _decide(subject: Subject, left, right, rlimit: int) -> Verdict:
         attempts = (context.definitions, context.witness_definitions + _uniqueness(context))
     undecided = []
     returned = shipped.exploration.returned
+    found = {"exploration": shipped.exploration, "hypotheses": hypotheses, "inputs": x}
     for i, path in enumerate(returned):
         for definitions in attempts:
             solver = z3.SimpleSolver()
@@ -92,9 +96,10 @@ def _decide(subject: Subject, left, right, rlimit: int) -> Verdict:
             len(returned),
             reason=f"{len(undecided)} of {len(returned)} paths undecided within rlimit {rlimit:,}",
             undecided_paths=undecided,
+            **found,
         )
     del a
-    return Verdict(PROVED, len(returned))
+    return Verdict(PROVED, len(returned), **found)
 
 
 def _uniqueness(context: arith.SymbolicContext) -> list[z3.BoolRef]:

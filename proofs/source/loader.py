@@ -89,7 +89,7 @@ class VllmSource:
             return None
         for line in text.splitlines():
             if line.startswith(("__version__", "version")) and "=" in line:
-                value = line.split("=", 1)[1].strip()
+                value = line.rsplit("=", 1)[1].strip()
                 if value[:1] in "'\"":
                     return value.strip("'\"")
         return None
