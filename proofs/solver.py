@@ -17,13 +17,24 @@ import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import Enum, StrEnum
 
 import z3
 
 from models import arith
 
-PROVED, REFUTED, UNKNOWN, VACUOUS, ERROR = "PROVED", "REFUTED", "UNKNOWN", "VACUOUS", "ERROR"
+
+class Verdict(StrEnum):
+    """An obligation's verdict; a str, so it reads and compares as its name."""
+
+    PROVED = "PROVED"  # the only one that proves
+    REFUTED = "REFUTED"  # with a counterexample that replays on the concrete model
+    UNKNOWN = "UNKNOWN"
+    VACUOUS = "VACUOUS"  # the hypotheses admit no input (or a cover goal is unreachable)
+    ERROR = "ERROR"  # an encoding bug, or a counterexample that does not replay
+
+
+PROVED, REFUTED, UNKNOWN, VACUOUS, ERROR = Verdict
 DEFAULT_RLIMIT = 20_000_000
 
 # Small concrete geometries tried before the fully symbolic search for a
@@ -96,7 +107,7 @@ Formula = Callable[[object, dict[str, object]], Claim]
 
 @dataclass
 class Outcome:
-    verdict: str
+    verdict: Verdict
     rlimit: int = 0
     seconds: float = 0.0
     hypotheses_used: list[str] = field(default_factory=list)
@@ -141,6 +152,16 @@ class Query:
         return cls(
             tuple((name, value) for name, value in data["case"]), data["answer"], data["text"], data["z3_options"]
         )
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One query's answer, as decided or taken from the query cache."""
+
+    result: z3.CheckSatResult
+    reason: str  # why it is unknown, when it is
+    cost: int  # the rlimit it cost when it was decided
+    key: str = ""  # its key in the query cache, when it went through one
 
 
 class QueryCache:
@@ -417,9 +438,6 @@ class _Problem:
     solver_options: tuple[tuple[str, object], ...] = ()
     strategy: str = "core"
     reused: int = 0
-    last_reason: str = ""
-    last_cost: int = 0  # the rlimit the last answer cost when it was decided, reused or not
-    last_key: str = ""  # the last query's key in the query cache, if there is one
     hypothesis_names: list[str] | None = None
     _encodings: dict = field(default_factory=dict)
 
@@ -438,29 +456,26 @@ class _Problem:
             raise ZeroDivisionError(found)
         return found
 
-    def check(self, solver: z3.Solver, *extra, smt2: str | None = None, shared: bool = True) -> z3.CheckSatResult:
-        """The solver's answer; `last_reason` says why, when unknown, and
-        `last_cost` what it cost. `smt2`: the solver's to_smt2() text, if
+    def check(self, solver: z3.Solver, *extra, smt2: str | None = None, shared: bool = True) -> Answer:
+        """The solver's answer. `smt2`: the solver's to_smt2() text, if
         already written (it keys the query cache). `shared` False keeps the
         query out of the query cache."""
         cache = _queries.get() if shared else None
+        key = ""
         if cache is not None:
             # The same text under another strategy, parameters or seed might
             # be decided where this one was not.
             key = f"{self.strategy} {self.solver_options} {self.seed}\n{QueryCache.key(solver, extra, smt2)}"
-            self.last_key = key
             found = cache.lookup(key, solver.rlimit_cap)
             if found is not None:
                 self.reused += 1
-                answer, self.last_reason, self.last_cost = found
-                return answer
+                return Answer(*found, key)
         before = self.budget.used
-        answer = solver.check(*extra)
+        result = solver.check(*extra)
         self.budget.charge(solver)
-        self.last_cost = self.budget.used - before
-        self.last_reason = solver.reason_unknown() if answer == z3.unknown else ""
+        answer = Answer(result, solver.reason_unknown() if result == z3.unknown else "", self.budget.used - before, key)
         if cache is not None:
-            cache.store(key, answer, solver.rlimit_cap, self.last_reason, self.last_cost)
+            cache.store(key, result, solver.rlimit_cap, answer.reason, answer.cost)
         return answer
 
     def decide(self, case_split: tuple[str, ...], refute_first: bool) -> Outcome:
@@ -536,12 +551,12 @@ class _Problem:
         answer = z3.sat
         found = self._pinned_model(encoding, z3.BoolVal(True)) or self._search(case, _anything, rungs=SIZE_LADDER[:1])
         if not found:
-            answer = self.check(encoding.solver(tracked=False, limit=VACUITY_RLIMIT, lemmas=False))
+            answer = self.check(encoding.solver(tracked=False, limit=VACUITY_RLIMIT, lemmas=False)).result
             if answer == z3.unknown and self._search(case, _anything, rungs=SIZE_LADDER[1:]) is None:
-                check = encoding.solver(tracked=False)
-                answer = self.check(check)
+                alone = self.check(encoding.solver(tracked=False))
+                answer = alone.result
                 if answer == z3.unknown:
-                    return Outcome(UNKNOWN, reason=f"hypotheses alone: {self.last_reason}")
+                    return Outcome(UNKNOWN, reason=f"hypotheses alone: {alone.reason}")
         if answer == z3.unsat:
             core, _ = self._core(encoding, z3.BoolVal(True))
             return self._excluded(case, encoding, core, f"the hypotheses contradict each other: {', '.join(core)}")
@@ -552,10 +567,11 @@ class _Problem:
         negated.add(z3.Not(encoding.goal))
         # Written once: the exported file and the query cache's key.
         text = negated.to_smt2()
-        answer = self.check(negated, smt2=text)
+        proof = self.check(negated, smt2=text)
+        answer = proof.result
         # What the proof cost when first decided: a reused answer sizes the
         # deletion checks as the same query decided alone would.
-        proof_cost, proof_key = self.last_cost, self.last_key
+        proof_cost, proof_key = proof.cost, proof.key
         spurious = None
         for _ in range(SPURIOUS_RETRIES):
             if answer != z3.sat:
@@ -571,20 +587,22 @@ class _Problem:
                 negated.add(*(encoding.hypotheses[name] for name in sorted(independent)))
                 independent = set()
                 text = negated.to_smt2()
-                answer = self.check(negated, smt2=text)
+                proof = self.check(negated, smt2=text)
+                answer = proof.result
                 continue
             # A model that does not replay exploits an over-approximation (the
             # symbolic lcm) or an encoding bug: look past it for a real
             # counterexample, but never report the theorem proved.
             spurious = spurious or outcome
             negated.add(z3.Or(*(encoding.inputs[v.name] != values[v.name] for v in encoding.free)))
-            answer = self.check(negated)
+            proof = self.check(negated)
+            answer = proof.result
         if answer == z3.sat:
             return self._refuted(encoding.values(negated.model()), case, negated.to_smt2())
         if spurious is not None:
             return spurious
         if answer == z3.unknown:
-            reason = self.last_reason
+            reason = proof.reason
             if not searched:
                 found = self._refute_small(case)
                 if found is not None:
@@ -764,10 +782,10 @@ class _Problem:
                 continue
             reach = encoding.solver(tracked=False)
             answer = self.check(reach, _bool(encoding.claim.covers[name]))
-            if answer == z3.unsat:
+            if answer.result == z3.unsat:
                 return Outcome(VACUOUS, reason=f"cover goal {name!r} is unreachable")
-            if answer == z3.unknown:
-                return Outcome(UNKNOWN, reason=f"cover goal {name!r}: {self.last_reason}")
+            if answer.result == z3.unknown:
+                return Outcome(UNKNOWN, reason=f"cover goal {name!r}: {answer.reason}")
         return None
 
     def _pinned_model(self, encoding: _Encoding, target: z3.BoolRef) -> bool:
@@ -782,7 +800,7 @@ class _Problem:
         for pins in PINNED_RANGES if encoding.sizes else ():
             solver = encoding.solver(tracked=False, limit=PINNED_RLIMIT, lemmas=False)
             solver.add(*_pinned(encoding.sizes, pins), target)
-            if self.check(solver, shared=False) == z3.sat:
+            if self.check(solver, shared=False).result == z3.sat:
                 return True
         return False
 
@@ -812,7 +830,7 @@ class _Problem:
                 # Not shared: over --tier all, 23 of 250 ladder queries were
                 # answered before, sparing 75,000 rlimit in all; their keys
                 # cost about 0.5 s.
-                if self.check(solver, target(encoding), shared=False) == z3.sat:
+                if self.check(solver, target(encoding), shared=False).result == z3.sat:
                     values = encoding.values(solver.model())
                     if not replayed or replay(self.formula, self.variant, values, self.drop)[0]:
                         return values
