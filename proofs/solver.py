@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import random
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from enum import Enum, StrEnum
+from enum import StrEnum
 
 import z3
 
 from models import arith
-from proofs import minimisation, queries
+from proofs import minimisation, queries, refutation
+from proofs.claims import Claim, Formula, Kind, Var, replay, symbolic_inputs
 from proofs.queries import Answer, Query, QueryCache, shared_queries, standard_smt2
 
 
@@ -37,16 +37,8 @@ class Verdict(StrEnum):
 PROVED, REFUTED, UNKNOWN, VACUOUS, ERROR = Verdict
 DEFAULT_RLIMIT = 20_000_000
 
-# Small concrete geometries tried before the fully symbolic search for a
-# counterexample: a concrete divisor makes the query linear
-# (../shared/reference/z3-encoding.md, "Finding counterexamples").
-SIZE_LADDER = ((1, 2), (1, 2, 3, 4), (1, 2, 3, 4, 6, 8, 16), (16, 128, 768, 3840, 4096, 12288))
 SPURIOUS_RETRIES = 8  # inputs excluded after a counterexample that does not replay
 VACUITY_RLIMIT = 100_000  # the hypotheses' first consistency check, before any search
-LADDER_TRIES = 12  # concrete geometries tried per rung
-LADDER_RLIMIT = 400_000  # per try: a linear query either answers fast or is skipped
-PROBES = 300  # random concrete inputs tried before the ladder's queries
-PROBE_INT_MAX = 40
 
 
 # How a query is solved. "core": Z3's SMT core alone (SimpleSolver). "default":
@@ -63,28 +55,6 @@ STRATEGIES = {"core": z3.SimpleSolver, "default": z3.Solver}
 # 41.7 s, and 26.7 s once the three obligations that had needed Z3's default
 # strategy went to the SMT core too: it now decides them, and sooner.
 QUERY_PARAMETERS = (("arith.nl.grobner", False),)
-
-
-class Kind(Enum):
-    INT = "int"
-    BOOL = "bool"
-
-
-@dataclass(frozen=True)
-class Var:
-    name: str
-    kind: Kind = Kind.INT
-    size: bool = False  # a block size, span or cadence: pinned to small values by the ladder
-
-
-@dataclass
-class Claim:
-    hypotheses: dict[str, object]
-    goal: object
-    covers: dict[str, object] = field(default_factory=dict)
-
-
-Formula = Callable[[object, dict[str, object]], Claim]
 
 
 @dataclass
@@ -121,24 +91,6 @@ def fresh_context() -> Iterator[None]:
         yield
     finally:
         z3.z3._main_ctx = saved
-
-
-def symbolic_inputs(variables: Sequence[Var]) -> dict[str, z3.ExprRef]:
-    return {v.name: (z3.Bool(v.name) if v.kind is Kind.BOOL else z3.Int(v.name)) for v in variables}
-
-
-def replay(formula: Formula, variant, values: dict[str, int | bool], drop=()) -> tuple[bool, str]:
-    """Evaluate the claim on ints: does it really violate the goal under the hypotheses?"""
-    try:
-        claim = formula(variant, dict(values))
-    except ZeroDivisionError:
-        return False, "the concrete model divides by zero: a divisor lacks a positivity hypothesis"
-    failed = [name for name, h in claim.hypotheses.items() if name not in drop and not h]
-    if failed:
-        return False, f"hypotheses {', '.join(failed)} do not hold concretely"
-    if claim.goal:
-        return False, "the goal holds concretely"
-    return True, ""
 
 
 def _resource_count(checked: z3.Solver | None = None) -> int:
@@ -375,7 +327,7 @@ class _Problem:
             # by case, prefill-restore-published's 8 cases cost its mutants
             # 8 probes and up to 8 readings per geometry: conversion-rounds-up
             # 0.67 s, against 0.15 s whole.
-            values = self._refute_small({})
+            values = refutation.refute_small(self, {})
             if values is not None:
                 return self._refuted(values, {})
         used: set[str] = set()
@@ -431,10 +383,12 @@ class _Problem:
             where = " in this case" if case else ""
             return self._excluded(case, encoding, false, f"hypotheses false{where}: {', '.join(false)}")
         answer = z3.sat
-        found = self._pinned_model(encoding, z3.BoolVal(True)) or self._search(case, _anything, rungs=SIZE_LADDER[:1])
+        smallest, larger = refutation.SIZE_LADDER[:1], refutation.SIZE_LADDER[1:]
+        found = self._pinned_model(encoding, z3.BoolVal(True))
+        found = found or refutation.search(self, case, _anything, rungs=smallest)
         if not found:
             answer = self.check(encoding.solver(tracked=False, limit=VACUITY_RLIMIT, lemmas=False)).result
-            if answer == z3.unknown and self._search(case, _anything, rungs=SIZE_LADDER[1:]) is None:
+            if answer == z3.unknown and refutation.search(self, case, _anything, rungs=larger) is None:
                 alone = self.check(encoding.solver(tracked=False))
                 answer = alone.result
                 if answer == z3.unknown:
@@ -486,7 +440,7 @@ class _Problem:
         if answer == z3.unknown:
             reason = proof.reason
             if not searched:
-                found = self._refute_small(case)
+                found = refutation.refute_small(self, case)
                 if found is not None:
                     return self._refuted(found, case)
             return Outcome(UNKNOWN, reason=f"goal: {reason}", queries=[self._query(case, "unknown", text)])
@@ -539,65 +493,12 @@ class _Problem:
         ]
         return "".join(f"(set-option :{name} {_smt2_value(value)})\n" for name, value in options)
 
-    def _refute_small(self, case: dict) -> dict | None:
-        """A replaying counterexample in `case` from the cheap refuters: the
-        probe, then the ladder, rung by rung."""
-        values = self._probe(case)
-        if values is None:
-            values = self._search(case, lambda e: z3.Not(e.goal), replayed=True)
-        return values
-
-    def _probe(self, case: dict) -> dict | None:
-        """Random small inputs evaluated on the concrete model, before any
-        query: where failures are dense this is the fastest refuter (random
-        testing's strength, ../shared/reference/z3-encoding.md). Seeded, so a
-        rerun finds the same input; what it finds replays by construction."""
-        rng = random.Random(self.seed or 0)
-        sizes = sorted({v for rung in SIZE_LADDER[:3] for v in rung})
-        for _ in range(PROBES):
-            values = {}
-            for v in self.variables:
-                if v.name in case:
-                    values[v.name] = case[v.name]
-                elif v.kind is Kind.BOOL:
-                    values[v.name] = rng.random() < 0.5
-                elif v.size:
-                    values[v.name] = rng.choice(sizes)
-                else:
-                    values[v.name] = rng.randint(0, PROBE_INT_MAX)
-            if replay(self.formula, self.variant, values, self.drop)[0]:
-                return self._shrink(values, case)
-        return None
-
-    def _shrink(self, values: dict, case: dict) -> dict:
-        """Greedily smaller inputs that still fail on the concrete model, so a
-        probe's counterexample reads like the ladder's."""
-        changed = True
-        while changed:
-            changed = False
-            for v in self.variables:
-                if v.name in case:
-                    continue
-                current = values[v.name]
-                if v.kind is Kind.BOOL:
-                    candidates = [False] if current else []
-                else:
-                    low = 1 if v.size else 0
-                    candidates = sorted({low, low + 1, current // 2, current - 1} - {current})
-                    candidates = [c for c in candidates if low <= c < current]
-                for candidate in candidates:
-                    trial = {**values, v.name: candidate}
-                    if replay(self.formula, self.variant, trial, self.drop)[0]:
-                        values, changed = trial, True
-                        break
-        return values
-
     def _check_covers(self) -> Outcome | None:
         encoding = self.encoding({})
         for name in encoding.claim.covers:
             if self._pinned_model(encoding, _bool(encoding.claim.covers[name])):
                 continue
-            if self._search({}, lambda e, name=name: _bool(e.claim.covers[name])) is not None:
+            if refutation.search(self, {}, lambda e, name=name: _bool(e.claim.covers[name])) is not None:
                 continue
             reach = encoding.solver(tracked=False)
             answer = self.check(reach, _bool(encoding.claim.covers[name]))
@@ -622,38 +523,6 @@ class _Problem:
             if self.check(solver, shared=False).result == z3.sat:
                 return True
         return False
-
-    def _search(self, case: dict, target, replayed: bool = False, rungs=SIZE_LADDER) -> dict | None:
-        """A model of `target` in small concrete geometries: every size input
-        fixed to a value of the rung before encoding (all combinations, or a
-        seeded sample), so every division is by a constant and the query is
-        linear. With `replayed`, only a model that replays counts."""
-        sizes = [v.name for v in self.variables if v.size and v.name not in case]
-        if not sizes:
-            return None
-        rng = random.Random(0)
-        for rung in rungs:
-            if len(rung) ** len(sizes) <= LADDER_TRIES:
-                assignments = list(itertools.product(rung, repeat=len(sizes)))
-            else:
-                uniform = [tuple(value for _ in sizes) for value in rung]
-                assignments = uniform + [tuple(rng.choice(rung) for _ in sizes) for _ in range(LADDER_TRIES)]
-            for assignment in assignments:
-                if self.budget.remaining <= 0:
-                    return None
-                try:
-                    encoding = self.encoding({**case, **dict(zip(sizes, assignment, strict=True))})
-                except ZeroDivisionError:
-                    continue
-                solver = encoding.solver(tracked=False, limit=LADDER_RLIMIT, lemmas=False)
-                # Not shared: over --tier all, 23 of 250 ladder queries were
-                # answered before, sparing 75,000 rlimit in all; their keys
-                # cost about 0.5 s.
-                if self.check(solver, target(encoding), shared=False).result == z3.sat:
-                    values = encoding.values(solver.model())
-                    if not replayed or replay(self.formula, self.variant, values, self.drop)[0]:
-                        return values
-        return None
 
     def _refuted(self, values: dict, case: dict, text: str = "") -> Outcome:
         """REFUTED if `values` replay, else ERROR. `text`: the query whose
