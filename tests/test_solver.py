@@ -2,7 +2,7 @@
 only PROVED and REFUTED-with-replay count as decided."""
 
 from models import arith
-from proofs import solver
+from proofs import minimisation
 from proofs.runner import Entry
 from proofs.solver import (
     ERROR,
@@ -50,7 +50,7 @@ def test_a_hypothesis_that_reads_nothing_the_goal_reads_is_left_out_unchecked(mo
             goal=x["a"] + x["c"] > 1,
         )
 
-    monkeypatch.setattr(solver, "CORE_HOPELESS_RATIO", 0)
+    monkeypatch.setattr(minimisation, "CORE_HOPELESS_RATIO", 0)
     outcome = decide(formula, (A, B, c_var, d_var), None)
     assert outcome.verdict == PROVED
     assert outcome.hypotheses_used == ["a positive", "c is d", "d positive"]
@@ -63,9 +63,9 @@ def test_deletion_checks_are_not_posed_far_below_the_proofs_cost(monkeypatch):
         return Claim(hypotheses={"a positive": x["a"] >= 1, "b at most a": x["b"] <= x["a"]}, goal=x["a"] > 0)
 
     posed = []
-    check = solver._DeletionQueries.check
+    check = minimisation.DeletionQueries.check
     monkeypatch.setattr(
-        solver._DeletionQueries, "check", lambda self, *args: posed.append(args[1]) or check(self, *args)
+        minimisation.DeletionQueries, "check", lambda self, *args: posed.append(args[1]) or check(self, *args)
     )
     assert decide(formula, (A, B), None).hypotheses_used == ["a positive"]
     # A pinned geometry (a = 0) shows "a positive" needed before its check is posed.
@@ -75,7 +75,7 @@ def test_deletion_checks_are_not_posed_far_below_the_proofs_cost(monkeypatch):
     # none is posed, and the set is kept whole, sufficient though not
     # minimal. The pinned geometry still shows "a positive" needed; the
     # report says "b at most a" was kept unchecked.
-    monkeypatch.setattr(solver, "CORE_HOPELESS_RATIO", 0)
+    monkeypatch.setattr(minimisation, "CORE_HOPELESS_RATIO", 0)
     outcome = decide(formula, (A, B), None)
     assert outcome.verdict == PROVED
     assert outcome.hypotheses_used == ["a positive", "b at most a"]
@@ -98,9 +98,9 @@ def test_after_a_deletion_check_ends_unknown_the_next_ones_are_capped_lower(monk
         limits.append(limit)
         return z3.unknown
 
-    monkeypatch.setattr(solver._DeletionQueries, "check", unknown_at)
-    monkeypatch.setattr(solver, "PINNED_RANGES", ())
-    monkeypatch.setattr(solver, "CORE_MIN_RLIMIT", 10)
+    monkeypatch.setattr(minimisation.DeletionQueries, "check", unknown_at)
+    monkeypatch.setattr(minimisation, "PINNED_RANGES", ())
+    monkeypatch.setattr(minimisation, "CORE_MIN_RLIMIT", 10)
     outcome = decide(formula, (A, B), None)
     assert outcome.hypotheses_unconfirmed == ["a positive", "b at most a", "b non-negative"]
     assert len(limits) == 3 and limits[0] > 10 and limits[1:] == [10, 10]
@@ -115,13 +115,13 @@ def test_a_pinned_geometry_shows_a_hypothesis_needed_where_the_deletion_check_ca
             goal=arith.floordiv(x["b"] * x["b"], x["a"]) == x["a"],
         )
 
-    monkeypatch.setattr(solver, "CORE_RLIMIT", 1)
-    monkeypatch.setattr(solver, "CORE_MIN_RLIMIT", 1)
+    monkeypatch.setattr(minimisation, "CORE_RLIMIT", 1)
+    monkeypatch.setattr(minimisation, "CORE_MIN_RLIMIT", 1)
     outcome = decide(formula, (A, B), None)
     assert outcome.verdict == PROVED
     assert outcome.hypotheses_used == ["a is b", "a positive"]
     assert outcome.hypotheses_unconfirmed == []
-    monkeypatch.setattr(solver, "PINNED_RANGES", ())
+    monkeypatch.setattr(minimisation, "PINNED_RANGES", ())
     assert decide(formula, (A, B), None).hypotheses_unconfirmed == ["a is b", "a positive"]
 
 
@@ -184,9 +184,9 @@ def test_a_hypothesis_left_unconfirmed_in_one_case_is_not_confirmed_by_the_next(
     def formula(variant, x):
         return Claim(hypotheses={"a positive": x["a"] >= 1}, goal=arith.ite(x["flag"], x["a"] > 0, x["a"] >= 1))
 
-    monkeypatch.setattr(solver, "CORE_RLIMIT", 1)
-    monkeypatch.setattr(solver, "CORE_MIN_RLIMIT", 1)
-    monkeypatch.setattr(solver, "PINNED_RANGES", ())
+    monkeypatch.setattr(minimisation, "CORE_RLIMIT", 1)
+    monkeypatch.setattr(minimisation, "CORE_MIN_RLIMIT", 1)
+    monkeypatch.setattr(minimisation, "PINNED_RANGES", ())
     outcome = decide(formula, (A, flag), None, case_split=("flag",))
     assert outcome.verdict == PROVED
     assert outcome.hypotheses_used == ["a positive"]
@@ -327,8 +327,8 @@ def test_a_reused_proof_reuses_its_minimisation(monkeypatch):
         return Claim(hypotheses={"a positive": x["a"] >= 1, "b at most a": x["b"] <= x["a"]}, goal=x["a"] > 0)
 
     minimised = []
-    core = solver._Problem._core
-    monkeypatch.setattr(solver._Problem, "_core", lambda self, *args: minimised.append(1) or core(self, *args))
+    core = minimisation.minimal_hypotheses
+    monkeypatch.setattr(minimisation, "minimal_hypotheses", lambda *args: minimised.append(1) or core(*args))
     with shared_queries():
         first = decide(formula, (A, B), None)
         again = decide(formula, (A, B), None)
@@ -339,7 +339,7 @@ def test_a_reused_proof_reuses_its_minimisation(monkeypatch):
 def test_a_reused_proof_sizes_its_minimisation_as_when_it_was_decided(monkeypatch):
     # A reused answer costs nothing now; read as the proof's cost, that would
     # pose deletion checks the same proof decided alone does not.
-    monkeypatch.setattr(solver, "CORE_HOPELESS_RATIO", 0)
+    monkeypatch.setattr(minimisation, "CORE_HOPELESS_RATIO", 0)
 
     def formula(variant, x):
         return Claim(hypotheses={"a positive": x["a"] >= 1, "b at most a": x["b"] <= x["a"]}, goal=x["a"] > 0)

@@ -1,0 +1,51 @@
+"""What a theorem states, as data: its inputs (`Var`), the claim a formula
+returns (`Claim`: named hypotheses, a goal, cover goals), and the concrete
+reading that replays a counterexample."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+
+import z3
+
+
+class Kind(Enum):
+    INT = "int"
+    BOOL = "bool"
+
+
+@dataclass(frozen=True)
+class Var:
+    name: str
+    kind: Kind = Kind.INT
+    size: bool = False  # a block size, span or cadence: pinned to small values by the ladder
+
+
+@dataclass
+class Claim:
+    hypotheses: dict[str, object]
+    goal: object
+    covers: dict[str, object] = field(default_factory=dict)
+
+
+Formula = Callable[[object, dict[str, object]], Claim]
+
+
+def symbolic_inputs(variables: Sequence[Var]) -> dict[str, z3.ExprRef]:
+    return {v.name: (z3.Bool(v.name) if v.kind is Kind.BOOL else z3.Int(v.name)) for v in variables}
+
+
+def replay(formula: Formula, variant, values: dict[str, int | bool], drop=()) -> tuple[bool, str]:
+    """Evaluate the claim on ints: does it really violate the goal under the hypotheses?"""
+    try:
+        claim = formula(variant, dict(values))
+    except ZeroDivisionError:
+        return False, "the concrete model divides by zero: a divisor lacks a positivity hypothesis"
+    failed = [name for name, h in claim.hypotheses.items() if name not in drop and not h]
+    if failed:
+        return False, f"hypotheses {', '.join(failed)} do not hold concretely"
+    if claim.goal:
+        return False, "the goal holds concretely"
+    return True, ""

@@ -1,0 +1,116 @@
+"""The cheap refuters, tried before (or instead of) the symbolic proof
+query: random small inputs on the concrete model (the probe, with
+shrinking), then small concrete geometries in which every division is by a
+constant and the query is linear (the ladder). Functions of the problem
+being decided (proofs/solver.py)."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from typing import TYPE_CHECKING
+
+import z3
+
+from proofs.claims import Kind, replay
+
+if TYPE_CHECKING:
+    from proofs.solver import _Problem
+
+# Small concrete geometries tried before the fully symbolic search for a
+# counterexample: a concrete divisor makes the query linear
+# (../shared/reference/z3-encoding.md, "Finding counterexamples").
+SIZE_LADDER = ((1, 2), (1, 2, 3, 4), (1, 2, 3, 4, 6, 8, 16), (16, 128, 768, 3840, 4096, 12288))
+LADDER_TRIES = 12  # concrete geometries tried per rung
+LADDER_RLIMIT = 400_000  # per try: a linear query either answers fast or is skipped
+PROBES = 300  # random concrete inputs tried before the ladder's queries
+PROBE_INT_MAX = 40
+
+
+def refute_small(problem: _Problem, case: dict) -> dict | None:
+    """A replaying counterexample in `case` from the cheap refuters: the
+    probe, then the ladder, rung by rung."""
+    values = probe(problem, case)
+    if values is None:
+        values = search(problem, case, lambda e: z3.Not(e.goal), replayed=True)
+    return values
+
+
+def probe(problem: _Problem, case: dict) -> dict | None:
+    """Random small inputs evaluated on the concrete model, before any
+    query: where failures are dense this is the fastest refuter (random
+    testing's strength, ../shared/reference/z3-encoding.md). Seeded, so a
+    rerun finds the same input; what it finds replays by construction."""
+    rng = random.Random(problem.seed or 0)
+    sizes = sorted({v for rung in SIZE_LADDER[:3] for v in rung})
+    for _ in range(PROBES):
+        values = {}
+        for v in problem.variables:
+            if v.name in case:
+                values[v.name] = case[v.name]
+            elif v.kind is Kind.BOOL:
+                values[v.name] = rng.random() < 0.5
+            elif v.size:
+                values[v.name] = rng.choice(sizes)
+            else:
+                values[v.name] = rng.randint(0, PROBE_INT_MAX)
+        if replay(problem.formula, problem.variant, values, problem.drop)[0]:
+            return shrink(problem, values, case)
+    return None
+
+
+def shrink(problem: _Problem, values: dict, case: dict) -> dict:
+    """Greedily smaller inputs that still fail on the concrete model, so a
+    probe's counterexample reads like the ladder's."""
+    changed = True
+    while changed:
+        changed = False
+        for v in problem.variables:
+            if v.name in case:
+                continue
+            current = values[v.name]
+            if v.kind is Kind.BOOL:
+                candidates = [False] if current else []
+            else:
+                low = 1 if v.size else 0
+                candidates = sorted({low, low + 1, current // 2, current - 1} - {current})
+                candidates = [c for c in candidates if low <= c < current]
+            for candidate in candidates:
+                trial = {**values, v.name: candidate}
+                if replay(problem.formula, problem.variant, trial, problem.drop)[0]:
+                    values, changed = trial, True
+                    break
+    return values
+
+
+def search(problem: _Problem, case: dict, target, *, replayed: bool = False, rungs=SIZE_LADDER) -> dict | None:
+    """A model of `target` in small concrete geometries: every size input
+    fixed to a value of the rung before encoding (all combinations, or a
+    seeded sample), so every division is by a constant and the query is
+    linear. With `replayed`, only a model that replays counts."""
+    sizes = [v.name for v in problem.variables if v.size and v.name not in case]
+    if not sizes:
+        return None
+    rng = random.Random(0)
+    for rung in rungs:
+        if len(rung) ** len(sizes) <= LADDER_TRIES:
+            assignments = list(itertools.product(rung, repeat=len(sizes)))
+        else:
+            uniform = [tuple(value for _ in sizes) for value in rung]
+            assignments = uniform + [tuple(rng.choice(rung) for _ in sizes) for _ in range(LADDER_TRIES)]
+        for assignment in assignments:
+            if problem.budget.remaining <= 0:
+                return None
+            try:
+                encoding = problem.encoding({**case, **dict(zip(sizes, assignment, strict=True))})
+            except ZeroDivisionError:
+                continue
+            solver = encoding.solver(tracked=False, limit=LADDER_RLIMIT, lemmas=False)
+            # Not shared: over --tier all, 23 of 250 ladder queries were
+            # answered before, sparing 75,000 rlimit in all; their keys
+            # cost about 0.5 s.
+            if problem.check(solver, target(encoding), shared=False).result == z3.sat:
+                values = encoding.values(solver.model())
+                if not replayed or replay(problem.formula, problem.variant, values, problem.drop)[0]:
+                    return values
+    return None
