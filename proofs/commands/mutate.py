@@ -135,8 +135,8 @@ def render(results, figures: dict) -> str:
     score = "n/a" if figures["score"] is None else f"{figures['score']}%"
     lines += [
         "",
-        f"{figures['generated']} mutants: {figures['killed']} killed ({figures['killed_by_reference_only']} only by "
-        f"a comparison with 0.33.0, {figures['killed_by_error']} by an ERROR), {figures['equivalent']} proved "
+        f"{figures['generated']} mutants: {figures['killed']} killed ({figures['killed_by_reference']} by a "
+        f"comparison with 0.33.0, {figures['killed_by_error']} by an ERROR), {figures['equivalent']} proved "
         f"equivalent, {figures['gaps']} gaps; score {score} = killed / (generated - equivalent); "
         f"{figures['seconds']} s",
     ]

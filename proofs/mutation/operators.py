@@ -65,7 +65,7 @@ _NOT_SIZES = re.compile(r"drop|annotated|explicit|^is_|^has_|per_chunk|dcp_size"
 class Mutant:
     """A generated mutant: a patch and how it was made."""
 
-    ident: str  # module:function:operator:index, stable for a given source
+    ident: str  # module:function:operator:n, the operator's n-th mutant of the function
     operator: str
     patch: Patch
     summary: str  # "a < b  ->  a <= b"
@@ -124,7 +124,9 @@ def mutants_of(module: str, function: str, operators: tuple[str, ...] = OPERATOR
             continue
         seen.add(patched)
         _check(patch, text, tree, node, replacement)
-        ident = f"{module.removeprefix('models.')}:{function}:{operator}:{len(found)}"
+        # numbered per operator, so a mutant keeps its name whatever other operators are selected
+        number = sum(m.operator == operator for m in found)
+        ident = f"{module.removeprefix('models.')}:{function}:{operator}:{number}"
         found.append(Mutant(ident, operator, patch, f"{_one_line(before)}  ->  {_one_line(after)}"))
     return found
 

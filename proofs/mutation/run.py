@@ -31,7 +31,7 @@ from proofs.solver import shared_queries
 KILLED, EQUIVALENT, GAP = "killed", "equivalent", "gap"
 DEFAULT_TIMEOUT = 600  # seconds per mutant: the whole catalogue takes about 15 s in one process
 # Theorems that compare a variant with vLLM 0.33.0 as released (the unpatched
-# model, proofs/mutation/patch.py:pristine): a kill by them alone says the
+# model, proofs/mutation/patch.py:pristine): a kill by one of them says the
 # mutant changed released behaviour, not which property it breaks.
 REFERENCE_THEOREMS = frozenset({"config-default-equivalence", "config-physical-unchanged", "split-default-equivalence"})
 
@@ -57,11 +57,11 @@ class Result:
 
 
 def engine_runs() -> list[Run]:
-    """Every obligation the manifest decides for an engine variant: the ci
-    tier first, and the comparisons with 0.33.0 last, so that a kill by one
-    of them means no property theorem noticed the mutant."""
+    """Every obligation the manifest decides for an engine variant: the
+    comparisons with 0.33.0 first (the cheapest, and they notice most
+    mutants), then the ci tier, then the slow tier."""
     runs = [r for r in plan_runs(load_manifest(), None, None, "all") if r.variant in VARIANTS]
-    return sorted(runs, key=lambda r: (r.theorem.name in REFERENCE_THEOREMS, r.tier != "ci"))
+    return sorted(runs, key=lambda r: (r.theorem.name not in REFERENCE_THEOREMS, r.tier != "ci"))
 
 
 def reach_of(mutants: list[Mutant], runs: list[Run]) -> Reach:
@@ -211,7 +211,7 @@ def summary(results: list[Result], seconds: float) -> dict:
     equivalent = sum(r.status == EQUIVALENT for r in results)
     gaps = [r for r in results if r.status == GAP]
     scored = generated - equivalent
-    by_reference = sum(all(k.split(" / ")[0] in REFERENCE_THEOREMS for k in r.killed_by) for r in killed)
+    by_reference = sum(r.killed_by[0].split(" / ")[0] in REFERENCE_THEOREMS for r in killed)
     by_operator: dict[str, dict[str, int]] = {}
     for r in results:
         counts = by_operator.setdefault(r.operator, {KILLED: 0, EQUIVALENT: 0, GAP: 0})
@@ -219,7 +219,7 @@ def summary(results: list[Result], seconds: float) -> dict:
     return {
         "generated": generated,
         "killed": len(killed),
-        "killed_by_reference_only": by_reference,
+        "killed_by_reference": by_reference,
         "killed_by_error": sum(any(": ERROR," in k or "raised" in k for k in r.killed_by) for r in killed),
         "equivalent": equivalent,
         "gaps": len(gaps),
