@@ -10,6 +10,7 @@ run concretely) before it is reported as REFUTED.
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass, field
 
@@ -56,40 +57,30 @@ def _decide(subject: Subject, left, right, rlimit: int) -> Verdict:
     with arith.symbolic_context() as context, reading.capture() as built:
         hypotheses = subject.domain(x)
         with exploring_under(hypotheses.values()):
-            a = subject.shipped(left, x)
-            b = subject.model(x) if right is None else subject.shipped(right, x)
+            subject.shipped(left, x)
+            other = subject.model(x) if right is None else subject.shipped(right, x)
         shipped = built[0]
-        attempts = (context.definitions, context.witness_definitions + _uniqueness(context))
-    undecided = []
-    returned = shipped.exploration.returned
-    found = {"exploration": shipped.exploration, "hypotheses": hypotheses, "inputs": x}
-    for i, path in enumerate(returned):
-        for definitions in attempts:
-            solver = z3.SimpleSolver()
-            for name, value in QUERY_PARAMETERS:
-                solver.set(name, value)
-            solver.set("rlimit", rlimit)
-            solver.add(*definitions, *(h for h in hypotheses.values() if isinstance(h, z3.BoolRef)), path.formula)
-            solver.add(z3.Not(_equal(shipped.value(path.value), b)))
-            answer = solver.check()
-            if answer != z3.unknown:
-                break
-        if answer == z3.unsat:
-            continue
-        if answer == z3.unknown:
-            undecided.append(i)
-            continue
-        model = solver.model()
-        values = {}
-        for v in subject.variables:
-            value = model.eval(x[v.name], model_completion=True)
-            values[v.name] = z3.is_true(value) if v.kind is Kind.BOOL else value.as_long()
-        holds, why = replay(subject.formula(left, right), BASELINE, values)
-        if holds:
-            return Verdict(
-                REFUTED, len(returned), counterexample=values, values=subject.difference(left, right, values)
-            )
-        undecided.append(i)  # a model that does not replay decides nothing
+        returned = shipped.exploration.returned
+        found = {"exploration": shipped.exploration, "hypotheses": hypotheses, "inputs": x}
+        domain = [h for h in hypotheses.values() if isinstance(h, z3.BoolRef)]
+        undecided = []
+        for i, path in enumerate(returned):
+            answer = _check_path(context, x, subject, path, shipped.value, other, domain, rlimit)
+            if answer is None:
+                # Undecided with its merged expressions: decide the paths of
+                # the same code forking on them, under this path's condition.
+                answer = _check_forked(context, x, subject, left, path, other, domain, rlimit)
+            if answer is None:
+                undecided.append(i)
+                continue
+            if answer is z3.unsat:
+                continue
+            values = _values(answer, x, subject)
+            holds, _ = replay(subject.formula(left, right), BASELINE, values)
+            if holds:
+                difference = subject.difference(left, right, values)
+                return Verdict(REFUTED, len(returned), counterexample=values, values=difference, **found)
+            undecided.append(i)  # a model that does not replay decides nothing
     if undecided:
         return Verdict(
             UNKNOWN,
@@ -98,8 +89,75 @@ def _decide(subject: Subject, left, right, rlimit: int) -> Verdict:
             undecided_paths=undecided,
             **found,
         )
-    del a
     return Verdict(PROVED, len(returned), **found)
+
+
+def _values(model: z3.ModelRef, x: dict, subject: Subject) -> dict:
+    values = {}
+    for v in subject.variables:
+        value = model.eval(x[v.name], model_completion=True)
+        values[v.name] = z3.is_true(value) if v.kind is Kind.BOOL else value.as_long()
+    return values
+
+
+def _attempts(context):
+    return (context.definitions, context.witness_definitions + _uniqueness(context))
+
+
+def _check_path(context, x, subject, path, value, other, domain, rlimit):
+    goal = z3.Not(_equal(value(path.value), other))
+    return _check(_attempts(context), [*domain, path.formula], goal, _flags(x, subject), rlimit)
+
+
+def _check_forked(context, x, subject, left, path, other, domain, rlimit):
+    """unsat when every path of the unmerged code under `path` agrees, a
+    model of one that does not, or None."""
+    forked = left.unmerged()
+    with reading.capture() as built, exploring_under([*domain, path.formula]):
+        subject.shipped(forked, x)
+    sub = built[0]
+    for inner in sub.exploration.returned:
+        answer = _check_path(context, x, subject, inner, sub.value, other, [*domain, path.formula], rlimit)
+        if answer is not z3.unsat:
+            return answer
+    return z3.unsat
+
+
+def _flags(x: dict, subject: Subject) -> list:
+    return [x[v.name] for v in subject.variables if v.kind is Kind.BOOL]
+
+
+def _solver(definitions, rlimit: int) -> z3.Solver:
+    solver = z3.SimpleSolver()
+    for name, value in QUERY_PARAMETERS:
+        solver.set(name, value)
+    solver.set("rlimit", rlimit)
+    solver.add(*definitions)
+    return solver
+
+
+def _check(attempts, facts, goal, flags, rlimit):
+    """unsat, a model, or None (undecided). Each set of definitions in turn;
+    then, with the richer set, case by case over the Bool inputs the path
+    leaves free (a fixed flag erases the merged branches it guards)."""
+    for definitions in attempts:
+        solver = _solver(definitions, rlimit)
+        answer = solver.check(*facts, goal)
+        if answer == z3.sat:
+            return solver.model()
+        if answer == z3.unsat:
+            return z3.unsat
+    solver = _solver(attempts[-1], rlimit)
+    for values in itertools.product((False, True), repeat=len(flags)):
+        case = [f if value else z3.Not(f) for f, value in zip(flags, values, strict=True)]
+        substitution = list(zip(flags, map(z3.BoolVal, values), strict=True))
+        pinned = [z3.simplify(z3.substitute(t, *substitution)) for t in (*facts, goal)]
+        answer = solver.check(*case, *pinned)
+        if answer == z3.sat:
+            return solver.model()
+        if answer == z3.unknown:
+            return None
+    return z3.unsat
 
 
 def _uniqueness(context: arith.SymbolicContext) -> list[z3.BoolRef]:

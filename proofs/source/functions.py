@@ -7,6 +7,8 @@ code reads, so a theorem or an equivalence reads either one the same way.
 
 from __future__ import annotations
 
+import inspect
+
 from models.arith import is_symbolic
 from models.scheduler import SplitCall, SplitParams
 from proofs.source.loader import LoadedFunction, Loader
@@ -26,6 +28,12 @@ class ShippedFunctions:
         self.loader = loader
         self._loaded: dict[str, LoadedFunction] = {}
 
+    def unmerged(self) -> ShippedFunctions:
+        """The same functions, forking on every condition (no merging)."""
+        if not hasattr(self, "_unmerged"):
+            self._unmerged = ShippedFunctions(Loader(self.loader.source, self.loader.stand_ins, merge=False))
+        return self._unmerged
+
     def loaded(self, name: str) -> LoadedFunction:
         if name not in self._loaded:
             module, qualname = TARGETS[name]
@@ -43,7 +51,8 @@ class ShippedFunctions:
             "checkpoint_position",
             _symbolic(num_tokens, block, drop_eagle_block, lookahead),
             lambda f: f(
-                *_proxies(num_tokens, block, drop_eagle_block), num_hash_lookahead_tokens=_proxies(lookahead)[0]
+                *_proxies(num_tokens, block, drop_eagle_block),
+                **_accepted(f, num_hash_lookahead_tokens=_proxies(lookahead)[0]),
             ),
         )
 
@@ -94,6 +103,13 @@ class ShippedFunctions:
 
         values = (*vars(p).values(), *vars(call).values())
         return self._call("split", _symbolic(*values), run)
+
+
+def _accepted(function, **keywords):
+    """The keywords `function` takes: an input an older release's function
+    lacks is not passed (a difference it makes shows as a counterexample)."""
+    parameters = inspect.signature(function).parameters
+    return {k: v for k, v in keywords.items() if k in parameters}
 
 
 def _proxies(*values):

@@ -1,0 +1,128 @@
+"""The source executor: vLLM's own functions read symbolically
+(proofs/source/). The installed vLLM 0.33.0 is read as source text; other
+releases only from a cached wheel, skipped with the reason when it is absent."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from models.scheduler import SplitCall, SplitParams
+from proofs.cli import main
+from proofs.solver import PROVED, REFUTED, UNKNOWN
+from proofs.source import report
+from proofs.source.decide import equivalence
+from proofs.source.equivalence import SUBJECTS
+from proofs.source.functions import ShippedFunctions
+from proofs.source.loader import Loader, VllmSource
+from proofs.source.releases import WHEEL_CACHE, cached_wheel
+
+INSTALLED = VllmSource.installed()
+KV = "v1/kv_cache_interface.py"
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    assert INSTALLED is not None, "vLLM 0.33.0 is not installed: run tests/install-conformance.sh"
+    return ShippedFunctions(Loader(INSTALLED))
+
+
+def test_the_concrete_reading_is_the_real_function(shipped):
+    """vllm-on-cpu.md's figures, through functions loaded from source text."""
+    assert shipped.checkpoint_position(100_000, 768, False, 0) == 99_840
+    assert shipped.checkpoint_position(100_000, 768, True, 0) == 99_072
+    p = SplitParams(768, 768, 768, False, 0, 4096, 0, False, False, 0, False)
+    assert shipped.split(p, SplitCall(computed=0, requested=4096, prompt=100_000, tokens=100_000)) == 3840
+
+
+@pytest.mark.parametrize("name", ["checkpoint_position", "checkpoint_valid"])
+def test_the_helpers_are_proved_equivalent_to_the_model(shipped, name):
+    verdict = equivalence(SUBJECTS[name], shipped)
+    assert verdict.verdict == PROVED, verdict.reason
+    assert verdict.paths >= 2 and not verdict.exploration.raised
+
+
+def _tree(tmp_path: Path, edit=None, extra: str = "") -> VllmSource:
+    """A vLLM tree holding the installed kv_cache_interface.py (edited) and math_utils.py."""
+    root = tmp_path / "vllm"
+    for relative in (KV, "utils/math_utils.py"):
+        target = root / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(Path(INSTALLED.filename("vllm." + relative[:-3].replace("/", "."))), target)
+    (root / "platforms").mkdir()
+    text = (root / KV).read_text()
+    if edit is not None:
+        old, new = edit
+        assert old in text
+        text = text.replace(old, new)
+    (root / KV).write_text(text + textwrap.dedent(extra))
+    return VllmSource.from_path(str(tmp_path))
+
+
+def test_a_broken_checkpoint_position_is_refuted_with_an_input_that_replays(tmp_path):
+    source = _tree(tmp_path, ("else num_tokens - max(1, num_hash_lookahead_tokens)", "else num_tokens - 1"))
+    functions = ShippedFunctions(Loader(source))
+    verdict = equivalence(SUBJECTS["checkpoint_position"], functions)
+    assert verdict.verdict == REFUTED
+    shipped_value, model_value = verdict.values
+    assert shipped_value != model_value
+    x = verdict.counterexample
+    assert functions.checkpoint_position(x["tokens"], x["block"], x["drop"], x["lookahead"]) == shipped_value
+
+
+def test_a_loop_over_a_symbolic_bound_is_refused_by_line(tmp_path):
+    source = _tree(
+        tmp_path,
+        (
+            "    checkpoint_position = proof_limit // hash_block_size * hash_block_size\n",
+            "    checkpoint_position = 0\n    for _ in range(proof_limit // hash_block_size):\n"
+            "        checkpoint_position += hash_block_size\n",
+        ),
+    )
+    verdict = equivalence(SUBJECTS["checkpoint_position"], ShippedFunctions(Loader(source)))
+    assert verdict.verdict == UNKNOWN
+    assert "symbolic int made concrete" in verdict.reason and "kv_cache_interface.py:" in verdict.reason
+
+
+def test_an_unknown_name_is_refused_by_name(tmp_path):
+    source = _tree(
+        tmp_path, ("return max(checkpoint_position, 0)", "return round_to_page(max(checkpoint_position, 0))")
+    )
+    verdict = equivalence(SUBJECTS["checkpoint_position"], ShippedFunctions(Loader(source)))
+    assert verdict.verdict == UNKNOWN and "round_to_page" in verdict.reason
+
+
+def test_a_reachable_assert_is_refuted_and_replays(tmp_path):
+    source = _tree(tmp_path, ("    assert checkpoint_alignment > 0\n", "    assert checkpoint_alignment > 1\n"))
+    result = report.check(source, names=("checkpoint_valid",), progress=False)
+    entry = result["functions"]["checkpoint_valid"]
+    asserts = [s for s in entry["crash_sites"] if s["kind"] == "assert"]
+    assert [s["verdict"] for s in asserts] == [REFUTED]
+    assert asserts[0]["counterexample"]["alignment"] == 1  # the one value the edit rejects
+    assert not result["ok"]
+
+
+def test_the_command_refuses_a_path_without_vllm(tmp_path, capsys):
+    assert main(["source", "--vllm", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no vLLM package there" in err[0]
+
+
+def test_the_command_reads_the_helpers_of_the_installed_release(capsys):
+    assert main(["source", "--function", "checkpoint_position", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert '"verdict": "PROVED"' in out and '"version": "0.33.0"' in out
+
+
+@pytest.mark.parametrize("version", ["0.32.0", "0.31.0"])
+def test_an_earlier_release_reads_from_its_wheel(version):
+    wheel = cached_wheel(version)
+    if wheel is None:
+        pytest.skip(f"no vLLM {version} wheel cached: pip download vllm=={version} --no-deps -d {WHEEL_CACHE}")
+    source = VllmSource(f"vLLM {version}", wheel=wheel)
+    assert source.version() == version
+    verdict = equivalence(SUBJECTS["checkpoint_position"], ShippedFunctions(Loader(source)))
+    assert verdict.verdict in (PROVED, REFUTED)
