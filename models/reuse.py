@@ -4,9 +4,11 @@ native offload connector (section 4.6)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Sequence
 
 from models import arith
+from models.positions import Positions
 
 
 def gpu_restorable(
@@ -46,19 +48,29 @@ def gpu_restorable(
 
 
 def gpu_restore(
-    published: Sequence[int], target_spans, eagle_spans, eagle_drop, lookahead, cached_tokens, new_tokens
+    published: Iterable[int] | Positions,
+    target_spans,
+    eagle_spans,
+    eagle_drop,
+    lookahead,
+    cached_tokens,
+    new_tokens,
 ) -> int:
     """The longest prefix the GPU prefix cache restores (0: none)."""
-    hits = [
-        p
-        for p in published
-        if gpu_restorable(p, True, target_spans, eagle_spans, eagle_drop, lookahead, cached_tokens, new_tokens)
-    ]
-    return max(hits, default=0)
+
+    def restorable(position: int) -> bool:
+        return gpu_restorable(
+            position, True, target_spans, eagle_spans, eagle_drop, lookahead, cached_tokens, new_tokens
+        )
+
+    # Two spans and the lookahead below the end, only the divisibility by the spans is left to decide.
+    settled_below = min(cached_tokens, new_tokens) - 2 * max([*target_spans, *eagle_spans], default=0) - lookahead - 1
+    period = math.lcm(*target_spans, *eagle_spans)
+    return Positions.of(published).largest(restorable, period, settled_below) or 0
 
 
 def offload_restore(
-    published: Sequence[int],
+    published: Iterable[int] | Positions,
     cadence: int,
     target_spans: Sequence[int],
     eagle_spans: Sequence[int],
@@ -70,7 +82,7 @@ def offload_restore(
     a stored recurrent state (only GPU-published ones, on its chunk grid) that
     also lies on the prefix of stored attention chunks."""
     mamba_chunk = cadence * blocks_per_chunk
-    stored_states = sorted(p for p in published if p % mamba_chunk == 0)
+    stored_states = Positions.of(published).multiples_of(mamba_chunk)
     attention = [(span * blocks_per_chunk, False) for span in target_spans]
     attention += [(span * blocks_per_chunk, True) for span in eagle_spans]
     cap = (new_tokens - 1) // mamba_chunk * mamba_chunk
@@ -82,7 +94,7 @@ def offload_restore(
                 cap = min(cap, max(min(cap + chunk, stored) // chunk * chunk - chunk, 0))
             else:
                 cap = min(cap, min(cap, stored) // chunk * chunk)
-        cap = max((p for p in stored_states if p <= cap), default=0)
+        cap = stored_states.at_most(cap) or 0
         if cap == previous:
             break
     smallest_unit = max([mamba_chunk] + [chunk for chunk, _ in attention])

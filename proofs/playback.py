@@ -245,8 +245,8 @@ def scenario(obligation: Obligation, variant: str, inputs: dict) -> dict:
 
 def _steps_and_published(trace: Trace, spans: list[int]) -> dict:
     return {
-        "steps": [[c.step, c.start, c.requested, c.end] for c in trace.chunks],
-        "published": trace.published,
+        "steps": [[c.step, c.start, c.requested, c.end] for c in trace.every_chunk()],
+        "published": list(trace.published),
         "off_target": [p for p in trace.published if any(p % s for s in spans)],
     }
 
@@ -415,6 +415,11 @@ def geometry_figures(variant: str, geometry: Geometry, budgets: list[int]) -> di
     if not real_plan.accepted:
         return {"outcome": REJECTED, "cadence": real_plan.cadence, "target_spans": list(real_plan.target_spans)}
     trace = run_prefill(real_plan, budgets)
+    if trace.repeat is not None:
+        raise PlaybackError(
+            f"{geometry.name}: a prefill of {trace.steps:,} steps publishes {len(trace.published):,} states; a "
+            "regression case lists every one (use a shorter prompt_tokens)"
+        )
     spans = real_plan.target_spans
     shared = [p for p in trace.published if all(p % s == 0 for s in spans)]
     tokens = geometry.request.num_tokens
@@ -424,7 +429,7 @@ def geometry_figures(variant: str, geometry: Geometry, budgets: list[int]) -> di
         "cadence": real_plan.cadence,
         "split_block": real_plan.split.block,
         "target_spans": list(spans),
-        "published": trace.published,
+        "published": list(trace.published),
         "published_on_every_target": shared,
         "first_shared": shared[0] if shared else None,
         "restored": gpu_restore(
