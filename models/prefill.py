@@ -177,7 +177,9 @@ def run_prefill(
     # Every stop near the end (last cacheable position, its EAGLE conversion, the prompt's hash tail)
     # lies within three grids and the lookahead of it.
     far = min(prompt, tokens - 1) - (4 * grid + 2 * max(budgets) + plan.split.lookahead + 2)
-    seen: dict[int, tuple[int, int]] | None = {} if condense_beyond is not None and steps is None else None
+    # Condensing reads the model's split only: another split function (the real one) is run step by step.
+    condense = condense_beyond is not None and steps is None and split_function is None
+    seen: dict[int, tuple[int, int]] | None = {} if condense else None
     computed = 0
     step = 0
     while computed < prefill_end(prompt, tokens) and (steps is None or step < steps):

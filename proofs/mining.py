@@ -269,6 +269,7 @@ class Miner:
         rlimit: int = QUERY_RLIMIT,
         ladder: int = LADDER_EXTRA,
         progress: Callable[[str], None] | None = None,
+        found: Callable[[int, Found, list], None] | None = None,
     ) -> None:
         if theorem not in CATALOGUE:
             raise MiningError(f"unknown theorem {theorem!r} (known: {', '.join(CATALOGUE)})")
@@ -288,6 +289,7 @@ class Miner:
         self.rlimit = rlimit
         self.ladder = ladder
         self.progress = progress or (lambda _message: None)
+        self.on_found = found or (lambda _number, _found, _views: None)  # each class as found, with its views
 
     def run(self) -> MiningResult:
         started = time.perf_counter()
@@ -383,6 +385,7 @@ class Miner:
                     seconds=round(time.perf_counter() - asked, 3),
                 )
             )
+            self.on_found(len(result.found), result.found[-1], views)
             self.progress(f"{obligation.name}: class {len(result.found)} found, {time.perf_counter() - started:.0f} s")
         return "done"
 

@@ -281,6 +281,11 @@ def _short(values: list[int]) -> str:
 _REAL = None
 
 
+def real_vllm_loaded() -> bool:
+    """Whether real_vllm() has already been tried (and so returns at once)."""
+    return _REAL is not None
+
+
 def real_vllm():
     """(RealSplit(), real_steps) from tests/conformance, loading vLLM once; None
     where it is not installed (tests/install-conformance.sh installs it)."""
