@@ -22,8 +22,6 @@ import dataclasses
 import hashlib
 import json
 import math
-import sys
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -287,22 +285,15 @@ def real_vllm_loaded() -> bool:
 
 
 def real_vllm():
-    """(RealSplit(), real_steps) from tests/conformance, loading vLLM once; None
-    where it is not installed (tests/install-conformance.sh installs it)."""
+    """(the real split, real_steps) from proofs/real_vllm, loading vLLM once; None where it is not
+    installed (tests/install-conformance.sh installs it)."""
     global _REAL
     if _REAL is None:
-        tests = str(REPO / "tests")
-        if tests not in sys.path:
-            sys.path.insert(0, tests)
-        try:
-            with warnings.catch_warnings():
-                # torch warns about its own use of torch.jit.script_method on import.
-                warnings.filterwarnings("ignore", category=DeprecationWarning)
-                from conformance.real_split import RealSplit
-                from conformance.test_prefill import real_steps
+        from proofs.real_vllm import VllmMissing, load_split, real_steps
 
-                _REAL = (RealSplit(), real_steps)
-        except ImportError as error:
+        try:
+            _REAL = (load_split(), real_steps)
+        except VllmMissing as error:
             _REAL = (None, str(error))
     return _REAL if _REAL[0] is not None else None
 

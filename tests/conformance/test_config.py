@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from conformance import config_inputs
 from conformance.generation import generated
-from conformance.real_config import Backend, ConfigScenario
 from conformance.tally import compare
+from proofs.real_vllm.config import Backend, ConfigScenario
 
 EXAMPLES = 200
 PER_EXAMPLE = 50
