@@ -30,13 +30,12 @@ from models.geometry import DRAFT, RECURRENT, TARGET, CacheGroup, Deployment, Ge
 from models.plan import Plan, plan
 from models.prefill import Trace, run_prefill
 from models.reuse import gpu_restore, offload_restore
-from models.variants import get_variant
+from models.variants import VARIANTS, get_variant
 from proofs.catalog import CATALOGUE, Obligation
 from proofs.catalog.base import deployment, split_params
 from proofs.mining import FAILS, HOLDS, REJECTED, Found, View, derive_deployment, has_deployment, outcome
 
 FORMAT = "gridproof-regression/1"
-VARIANTS = ("baseline", "pr457", "pr457-guarded")
 FIX_VARIANT = "pr457-guarded"
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_CORPUS = REPO / "tests" / "regressions"

@@ -11,7 +11,10 @@ import argparse
 import math
 
 from models.errors import GridproofError
-from models.variants import get_variant
+from models.variants import BASELINE, VARIANTS, get_variant
+
+DEFAULT_VARIANT = BASELINE.name
+VARIANT_HELP = f"{', '.join(VARIANTS)} or mutant:NAME (default {DEFAULT_VARIANT})"
 
 
 class UsageError(GridproofError):

@@ -11,7 +11,15 @@ import time
 from pathlib import Path
 
 from models.geometry import load_geometry
-from proofs.commands.arguments import UsageError, budgets, non_negative_integer, positive_integer, variant_name
+from proofs.commands.arguments import (
+    DEFAULT_VARIANT,
+    VARIANT_HELP,
+    UsageError,
+    budgets,
+    non_negative_integer,
+    positive_integer,
+    variant_name,
+)
 from proofs.mining import LADDER_EXTRA, QUERY_RLIMIT, Miner, MiningError, class_label
 from proofs.playback import (
     DEFAULT_CORPUS,
@@ -43,9 +51,7 @@ def add_parser(sub) -> None:
         "mine", help="enumerate distinct, minimal counterexamples and write them as regression cases"
     )
     parser.add_argument("theorem", help="a theorem of the catalogue, e.g. prefill-published-on-target-boundaries")
-    parser.add_argument(
-        "--variant", default="baseline", type=variant_name, help="baseline, pr457, pr457-guarded or mutant:NAME"
-    )
+    parser.add_argument("--variant", default=DEFAULT_VARIANT, type=variant_name, help=VARIANT_HELP)
     parser.add_argument(
         "--max",
         metavar="N",

@@ -13,11 +13,12 @@ from pathlib import Path
 
 from models.errors import GridproofError
 from models.files import read_user_text
+from models.variants import VARIANTS
 from proofs.report.shape import Fields, ListOf, MapOf, Optional, ShapeError, check_shape
 
 FORMAT = "gridproof-result/1"
 DECIDED = ("PROVED", "REFUTED")
-VARIANT_ORDER = ("baseline", "pr457", "pr457-guarded")
+VARIANT_ORDER = tuple(VARIANTS)  # models/variants.py, in its order
 # Every field a rendering reads, and the kind of value it must hold.
 _ENTRY = Fields(
     {
