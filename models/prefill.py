@@ -1,6 +1,8 @@
 """A request's whole prefill under a budget: chunk ends, and which recurrent
-states they leave private or publish (vllm-align-mode.md section 5,
-pr457-model.md items 3-4), and the state slots that hold them."""
+states they leave private or publish (vLLM 0.33.0 `MambaManager.allocate_new_blocks`,
+single_type_kv_cache_manager.py:1797-1923: a chunk ending at a multiple of R
+publishes its state, any other end leaves it private), and the state slots that
+hold them."""
 
 from __future__ import annotations
 

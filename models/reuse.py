@@ -1,6 +1,7 @@
 """What a later request with the same tokens restores: from the GPU prefix
-cache (vllm-align-mode.md section 4.4, pr457-model.md "Restore") and from the
-native offload connector (section 4.6)."""
+cache (vLLM 0.33.0 `HybridKVCacheCoordinator.find_longest_cache_hit`,
+kv_cache_coordinator.py:806-941) and from the native offload connector
+(distributed/kv_transfer/kv_connector/v1/offloading/)."""
 
 from __future__ import annotations
 

@@ -6,11 +6,11 @@ N counterexamples are N different failure modes (Apalache's --view).
 
 The search walks a ladder of small concrete geometries: every size input
 (`Var.size`) is fixed before encoding, so every division is by a constant and
-the query is linear (../shared/reference/z3-encoding.md, "Finding
-counterexamples"). Size vectors are taken in a fixed order: smallest total
-first, ties in lexicographic order of the declared inputs. At each geometry one
-`z3.Optimize` query, lexicographic over budgets, then token counts, then the
-other integers, then the Booleans (false first), asks for the smallest
+the query is linear, where a symbolic divisor makes it nonlinear and slow.
+Size vectors are taken in a fixed order: smallest total first, ties in
+lexicographic order of the declared inputs. At each geometry one `z3.Optimize`
+query, lexicographic over budgets, then token counts, then the other integers,
+then the Booleans (false first), asks for the smallest
 counterexample outside the classes found so far, until there is none. That
 optimum is the smallest member of its class for that geometry, and the
 geometry is the first that has the class, so each class's representative is

@@ -1,5 +1,6 @@
 """Playback: a mined counterexample as a small JSON document, and everything
-that replays it (DESIGN.md principle 7).
+that replays it: the same document drives the replay test, the report's drawing and, for the
+baseline, a call into the real vLLM.
 
 A document holds the theorem, the obligation, the variant it was mined from,
 its inputs, and the expected outcome of the same inputs under every variant

@@ -1,6 +1,6 @@
 """Deciding one obligation: building the Z3 query from a claim read
 symbolically, budgeting it in rlimit, and turning the answer into an honest
-verdict (DESIGN.md principle 4).
+verdict: only PROVED proves; UNKNOWN and VACUOUS are never success.
 
 A claim is built by calling a theorem's formula with Z3 variables; the same
 formula called with ints is the concrete model, used to replay every
@@ -27,8 +27,8 @@ PROVED, REFUTED, UNKNOWN, VACUOUS, ERROR = "PROVED", "REFUTED", "UNKNOWN", "VACU
 DEFAULT_RLIMIT = 20_000_000
 
 # Small concrete geometries tried before the fully symbolic search for a
-# counterexample: a concrete divisor makes the query linear
-# (../shared/reference/z3-encoding.md, "Finding counterexamples").
+# counterexample: a concrete divisor makes the query linear (on a one-token mutant
+# of the split, 7.1 s with the block size symbolic, 0.016-0.11 s with it fixed).
 SIZE_LADDER = ((1, 2), (1, 2, 3, 4), (1, 2, 3, 4, 6, 8, 16), (16, 128, 768, 3840, 4096, 12288))
 SPURIOUS_RETRIES = 8  # inputs excluded after a counterexample that does not replay
 CORE_RLIMIT = 300_000  # per deletion check when minimising a proof's hypotheses, at most
@@ -636,7 +636,7 @@ class _Problem:
     def _probe(self, case: dict) -> dict | None:
         """Random small inputs evaluated on the concrete model, before any
         query: where failures are dense this is the fastest refuter (random
-        testing's strength, ../shared/reference/z3-encoding.md). Seeded, so a
+        testing's strength). Seeded, so a
         rerun finds the same input; what it finds replays by construction."""
         rng = random.Random(self.seed or 0)
         sizes = sorted({v for rung in SIZE_LADDER[:3] for v in rung})

@@ -2,7 +2,7 @@
 back, checking its shape, and the questions every rendering asks of it.
 
 Every rendering reads this object and nothing else, so a report can be made later, elsewhere, from a
-result file alone (DESIGN.md principle 8).
+result file alone.
 """
 
 from __future__ import annotations

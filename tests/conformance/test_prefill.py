@@ -71,7 +71,7 @@ def test_prefill_on_the_builtin_geometries(real_split):
 
 
 def test_the_whole_prefill_figures_seen_by_hand(real_split):
-    """vllm-on-cpu.md's figures, on both sides."""
+    """Figures first checked by hand against vLLM 0.33.0 on CPU, on both sides."""
     p = replace(BASE_PLAN.split, block=768, sched_block=768, hash_block=768, max_scheduled=4096)
     p = replace(p, eagle_drop=False, lookahead=0, partial_hits=False, checkpoint_blocks=False, shared_prefix=False)
     ends = [step[3] for step in real_steps(real_split, p, [4096], 100_000, 0)]
