@@ -38,8 +38,14 @@ class Positions:
     def __iter__(self) -> Iterator[int]:
         return heapq.merge(*self.ranges)
 
-    def __len__(self) -> int:
+    @property
+    def count(self) -> int:
+        """How many positions (len() would stop at sys.maxsize)."""
         return sum(_count(r) for r in self.ranges)
+
+    def progressions(self) -> list[tuple[int, int, int]]:
+        """(first, step, count) of each range."""
+        return [(r.start, r.step, _count(r)) for r in self.ranges]
 
     def __bool__(self) -> bool:
         return bool(self.ranges)

@@ -46,6 +46,10 @@ class PlaybackError(GridproofError):
     """A case that cannot be built or does not replay; the message is one line."""
 
 
+class CaseTooLong(GridproofError):
+    """A geometry whose prefill is too long to list in a case: bad input, exit status 2."""
+
+
 # --- identity -----------------------------------------------------------------------------------
 
 
@@ -412,16 +416,16 @@ def geometry_figures(variant: str, geometry: Geometry, budgets: list[int]) -> di
         return {"outcome": REJECTED, "cadence": real_plan.cadence, "target_spans": list(real_plan.target_spans)}
     trace = run_prefill(real_plan, budgets)
     if trace.repeat is not None:
-        raise PlaybackError(
-            f"{geometry.name}: a prefill of {trace.steps:,} steps publishes {len(trace.published):,} states; a "
-            "regression case lists every one (use a shorter prompt_tokens)"
+        raise CaseTooLong(
+            f"{geometry.source or geometry.name}: a prefill of {trace.steps:,} steps publishes "
+            f"{trace.published.count:,} states; a regression case lists every one (use a shorter prompt_tokens)"
         )
     spans = real_plan.target_spans
     shared = [p for p in trace.published if all(p % s == 0 for s in spans)]
     tokens = geometry.request.num_tokens
     eagle = geometry.eagle_spans()
     return {
-        "outcome": HOLDS if len(shared) == len(trace.published) else FAILS,
+        "outcome": HOLDS if len(shared) == trace.published.count else FAILS,
         "cadence": real_plan.cadence,
         "split_block": real_plan.split.block,
         "target_spans": list(spans),

@@ -79,10 +79,10 @@ def positions_json(positions: Positions) -> list[int] | dict:
     if positions.is_explicit:
         return list(positions)
     return {
-        "count": len(positions),
+        "count": positions.count,
         "first": positions.first(SHOWN),
         "last": positions.last(SHOWN),
-        "progressions": [[r.start, r.step, len(range(0, r.stop - r.start, r.step))] for r in positions.ranges],
+        "progressions": [list(p) for p in positions.progressions()],
     }
 
 

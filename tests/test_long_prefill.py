@@ -5,12 +5,13 @@ condensing forced on every trace that repeats at all."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
 
 import pytest
 
-from models.geometry import load_geometry, parse_geometry
+from models.geometry import BUILTIN_DIR, load_geometry, parse_geometry
 from models.plan import plan
 from models.positions import Positions
 from models.prefill import run_prefill
@@ -109,7 +110,7 @@ def test_positions_answer_as_the_list_does():
         values = sorted(v for r in ranges for v in r)
         bound = rng.randint(0, 2_000)
         size = rng.randint(1, 90)
-        assert list(positions) == values and len(positions) == len(values)
+        assert list(positions) == values and positions.count == len(values)
         assert positions.at_most(bound) == max((v for v in values if v <= bound), default=None)
         assert list(positions.multiples_of(size)) == [v for v in values if v % size == 0]
         assert positions.first(3) == values[:3] and positions.last(3) == values[-3:]
@@ -132,3 +133,29 @@ def test_simulate_answers_a_huge_prompt(capsys, prompt):
     assert main(["simulate", "kimi-k3-tp16-dcp16", "--prompt-tokens", prompt]) == 0
     out = capsys.readouterr().out
     assert "more times" in out and f"prompt {int(prompt):,} tokens" in out
+
+
+def test_a_geometry_file_with_a_huge_prompt(tmp_path, capsys):
+    """10^30 tokens: simulate answers from the repeats; mine --geometry, whose case lists every published
+    state, refuses in one line naming the file."""
+    text = (
+        (BUILTIN_DIR / "kimi-k3-tp16-dcp16.toml")
+        .read_text()
+        .replace("prompt_tokens = 100000", f"prompt_tokens = {10**30}")
+    )
+    path = tmp_path / "huge.toml"
+    path.write_text(text)
+    assert main(["simulate", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["published"]["count"] == -(-(10**30) // 3840) - 1
+    argv = [
+        "mine",
+        "prefill-published-on-target-boundaries",
+        "--geometry",
+        str(path),
+        "--no-vllm",
+        "--out",
+        str(tmp_path),
+    ]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"gridproof: error: {path}: a prefill of ") and err.count("\n") == 1
