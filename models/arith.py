@@ -3,8 +3,8 @@
 Called on Python ints it computes exactly what Python does. Called with any Z3
 term it returns Z3 terms, and every floor division becomes a fresh quotient and
 remainder pinned by linear-in-the-witness constraints recorded in the active
-`SymbolicContext` (see ../shared/reference/z3-encoding.md: `/` and `%` on a
-symbolic divisor turn proofs into timeouts). Model code never writes `//`,
+`SymbolicContext`: Z3's own `/` and `%` on a symbolic divisor turn proofs into
+timeouts. Model code never writes `//`,
 `%`, `min`, `max`, `and`, `or` or `if` on a value that may be symbolic.
 """
 

@@ -1,5 +1,5 @@
 """Block-size resolution: `Platform._align_hybrid_block_size`, vLLM 0.33.0
-(platforms/interface.py:940-1137; vllm-align-mode.md section 1.3), and the one
+(platforms/interface.py:940-1137), and the one
 line PR457 changes.
 
 Unset optional values are 0 here (vLLM's None): `mamba_block_size` and the

@@ -1,6 +1,7 @@
 """What a geometry resolves to under a variant: the recurrent cadence, the
-grid the split aligns to, and every scheduler flag the split reads
-(vllm-align-mode.md sections 1.3, 2.2 and 3)."""
+grid the split aligns to, and every scheduler flag the split reads (vLLM
+0.33.0 platforms/interface.py:750-794, v1/core/sched/scheduler.py:546-662,
+v1/core/kv_cache_utils.py:816-918)."""
 
 from __future__ import annotations
 
@@ -91,7 +92,7 @@ def plan(variant: Variant, geometry: Geometry) -> Plan:
     r, spans, block = grid.cadence, grid.spans, grid.split_block
     sched_block = arith.lcm(*spans)
     # H: the deployment's prefix-match unit, else the gcd of the resolved
-    # spec spans (vllm-align-mode.md section 3), the cadence R included.
+    # spec spans (kv_cache_utils.py:816-918), the cadence R included.
     hash_block = d.hash_block_size or math.gcd(*spans)
     enabled = r > hash_block if d.dcp_size == 1 else r >= hash_block
     partial = hash_block < sched_block and enabled

@@ -1,12 +1,15 @@
 """What a later request with the same tokens restores: from the GPU prefix
-cache (vllm-align-mode.md section 4.4, pr457-model.md "Restore") and from the
-native offload connector (section 4.6)."""
+cache (vLLM 0.33.0 `HybridKVCacheCoordinator.find_longest_cache_hit`,
+kv_cache_coordinator.py:806-941) and from the native offload connector
+(distributed/kv_transfer/kv_connector/v1/offloading/)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Sequence
 
 from models import arith
+from models.positions import Positions
 
 
 def gpu_restorable(
@@ -46,15 +49,25 @@ def gpu_restorable(
 
 
 def gpu_restore(
-    published: Sequence[int], target_spans, eagle_spans, eagle_drop, lookahead, cached_tokens, new_tokens
+    published: Iterable[int] | Positions,
+    target_spans,
+    eagle_spans,
+    eagle_drop,
+    lookahead,
+    cached_tokens,
+    new_tokens,
 ) -> int:
     """The longest prefix the GPU prefix cache restores (0: none)."""
-    hits = [
-        p
-        for p in published
-        if gpu_restorable(p, True, target_spans, eagle_spans, eagle_drop, lookahead, cached_tokens, new_tokens)
-    ]
-    return max(hits, default=0)
+
+    def restorable(position: int) -> bool:
+        return gpu_restorable(
+            position, True, target_spans, eagle_spans, eagle_drop, lookahead, cached_tokens, new_tokens
+        )
+
+    # Two spans and the lookahead below the end, only the divisibility by the spans is left to decide.
+    settled_below = min(cached_tokens, new_tokens) - 2 * max([*target_spans, *eagle_spans], default=0) - lookahead - 1
+    period = math.lcm(*target_spans, *eagle_spans)
+    return Positions.of(published).largest(restorable, period, settled_below) or 0
 
 
 def offload_restorable(
@@ -93,7 +106,7 @@ def offload_restorable(
 
 
 def offload_restore(
-    published: Sequence[int],
+    published: Iterable[int] | Positions,
     cadence: int,
     target_spans: Sequence[int],
     eagle_spans: Sequence[int],
@@ -102,9 +115,14 @@ def offload_restore(
     new_tokens: int,
 ) -> int:
     """The longest prefix the native offload connector restores (0: none)."""
-    hits = [
-        p
-        for p in published
-        if offload_restorable(p, True, cadence, target_spans, eagle_spans, blocks_per_chunk, cached_tokens, new_tokens)
-    ]
-    return max(hits, default=0)
+
+    def restorable(position: int) -> bool:
+        return offload_restorable(
+            position, True, cadence, target_spans, eagle_spans, blocks_per_chunk, cached_tokens, new_tokens
+        )
+
+    chunks = [cadence * blocks_per_chunk, *(span * blocks_per_chunk for span in (*target_spans, *eagle_spans))]
+    # Two chunks below the end, only the divisibility by the chunks and the lower bounds are left to
+    # decide, and a lower bound that fails fails for every smaller position too.
+    settled_below = min(cached_tokens, new_tokens) - 2 * max(chunks) - 1
+    return Positions.of(published).largest(restorable, math.lcm(*chunks), settled_below) or 0

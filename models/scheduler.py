@@ -3,8 +3,8 @@
 vLLM 0.33.0 `Scheduler._mamba_block_aligned_split` (v1/core/sched/scheduler.py:
 546-662) and its helpers `get_mamba_prefill_checkpoint_position` (CP) and
 `is_mamba_prefill_checkpoint_valid` (VALID) in v1/kv_cache_interface.py:
-1169-1211; PR457 as pr457-model.md items 2-5 read it. Every value may be an
-int or a Z3 term (models/arith.py).
+1169-1211; PR457 reads the cadence R where 0.33.0 reads cache_config.block_size.
+Every value may be an int or a Z3 term (models/arith.py).
 """
 
 from __future__ import annotations

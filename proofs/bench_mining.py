@@ -4,7 +4,7 @@
 
 Runs `gridproof mine`'s search (proofs/mining.py) with the theorem's default
 views, no files written, and prints when each class was found. Then, as the
-competitor ../shared/reference/z3-encoding.md says to measure against, random
+competitor a solver-based search should be measured against, random
 testing on the concrete model for as long as mining took to its last class:
 random small inputs, the classes of those that fail (found, not minimised).
 """

@@ -6,11 +6,11 @@ N counterexamples are N different failure modes (Apalache's --view).
 
 The search walks a ladder of small concrete geometries: every size input
 (`Var.size`) is fixed before encoding, so every division is by a constant and
-the query is linear (../shared/reference/z3-encoding.md, "Finding
-counterexamples"). Size vectors are taken in a fixed order: smallest total
-first, ties in lexicographic order of the declared inputs. At each geometry one
-`z3.Optimize` query, lexicographic over budgets, then token counts, then the
-other integers, then the Booleans (false first), asks for the smallest
+the query is linear, where a symbolic divisor makes it nonlinear and slow.
+Size vectors are taken in a fixed order: smallest total first, ties in
+lexicographic order of the declared inputs. At each geometry one `z3.Optimize`
+query, lexicographic over budgets, then token counts, then the other integers,
+then the Booleans (false first), asks for the smallest
 counterexample outside the classes found so far, until there is none. That
 optimum is the smallest member of its class for that geometry, and the
 geometry is the first that has the class, so each class's representative is
@@ -270,6 +270,7 @@ class Miner:
         rlimit: int = QUERY_RLIMIT,
         ladder: int = LADDER_EXTRA,
         progress: Callable[[str], None] | None = None,
+        found: Callable[[int, Found, list], None] | None = None,
     ) -> None:
         if theorem not in CATALOGUE:
             raise MiningError(f"unknown theorem {theorem!r} (known: {', '.join(CATALOGUE)})")
@@ -289,6 +290,7 @@ class Miner:
         self.rlimit = rlimit
         self.ladder = ladder
         self.progress = progress or (lambda _message: None)
+        self.on_found = found or (lambda _number, _found, _views: None)  # each class as found, with its views
 
     def run(self) -> MiningResult:
         with in_effect(self.variant.name):
@@ -388,6 +390,7 @@ class Miner:
                     seconds=round(time.perf_counter() - asked, 3),
                 )
             )
+            self.on_found(len(result.found), result.found[-1], views)
             self.progress(f"{obligation.name}: class {len(result.found)} found, {time.perf_counter() - started:.0f} s")
         return "done"
 

@@ -1,5 +1,6 @@
 """Playback: a mined counterexample as a small JSON document, and everything
-that replays it (DESIGN.md principle 7).
+that replays it: the same document drives the replay test, the report's drawing and, for the
+baseline, a call into the real vLLM.
 
 A document holds the theorem, the obligation, the variant it was mined from,
 its inputs, and the expected outcome of the same inputs under every variant
@@ -22,8 +23,6 @@ import dataclasses
 import hashlib
 import json
 import math
-import sys
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,13 +31,13 @@ from models.geometry import DRAFT, RECURRENT, TARGET, CacheGroup, Deployment, Ge
 from models.plan import Plan, plan
 from models.prefill import Trace, run_prefill
 from models.reuse import gpu_restore, offload_restore
+from models.variants import VARIANTS
 from proofs.catalog import CATALOGUE, Obligation
 from proofs.catalog.base import deployment, split_params
 from proofs.mining import FAILS, HOLDS, REJECTED, Found, View, derive_deployment, has_deployment, outcome
 from proofs.mutation.handwritten import in_effect, resolve
 
 FORMAT = "gridproof-regression/1"
-VARIANTS = ("baseline", "pr457", "pr457-guarded")
 FIX_VARIANT = "pr457-guarded"
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_CORPUS = REPO / "tests" / "regressions"
@@ -46,6 +45,10 @@ DEFAULT_CORPUS = REPO / "tests" / "regressions"
 
 class PlaybackError(GridproofError):
     """A case that cannot be built or does not replay; the message is one line."""
+
+
+class CaseTooLong(GridproofError):
+    """A geometry whose prefill is too long to list in a case: bad input, exit status 2."""
 
 
 # --- identity -----------------------------------------------------------------------------------
@@ -254,8 +257,8 @@ def scenario(obligation: Obligation, variant: str, inputs: dict) -> dict:
 
 def _steps_and_published(trace: Trace, spans: list[int]) -> dict:
     return {
-        "steps": [[c.step, c.start, c.requested, c.end] for c in trace.chunks],
-        "published": trace.published,
+        "steps": [[c.step, c.start, c.requested, c.end] for c in trace.every_chunk()],
+        "published": list(trace.published),
         "off_target": [p for p in trace.published if any(p % s for s in spans)],
     }
 
@@ -290,23 +293,21 @@ def _short(values: list[int]) -> str:
 _REAL = None
 
 
+def real_vllm_loaded() -> bool:
+    """Whether real_vllm() has already been tried (and so returns at once)."""
+    return _REAL is not None
+
+
 def real_vllm():
-    """(RealSplit(), real_steps) from tests/conformance, loading vLLM once; None
-    where it is not installed (tests/install-conformance.sh installs it)."""
+    """(the real split, real_steps) from proofs/real_vllm, loading vLLM once; None where it is not
+    installed (tests/install-conformance.sh installs it)."""
     global _REAL
     if _REAL is None:
-        tests = str(REPO / "tests")
-        if tests not in sys.path:
-            sys.path.insert(0, tests)
-        try:
-            with warnings.catch_warnings():
-                # torch warns about its own use of torch.jit.script_method on import.
-                warnings.filterwarnings("ignore", category=DeprecationWarning)
-                from conformance.real_split import RealSplit
-                from conformance.test_prefill import real_steps
+        from proofs.real_vllm import VllmMissing, load_split, real_steps
 
-                _REAL = (RealSplit(), real_steps)
-        except ImportError as error:
+        try:
+            _REAL = (load_split(), real_steps)
+        except VllmMissing as error:
             _REAL = (None, str(error))
     return _REAL if _REAL[0] is not None else None
 
@@ -437,16 +438,21 @@ def _geometry_figures(real_plan: Plan, geometry: Geometry, budgets: list[int]) -
     if not real_plan.accepted:
         return {"outcome": REJECTED, "cadence": real_plan.cadence, "target_spans": list(real_plan.target_spans)}
     trace = run_prefill(real_plan, budgets)
+    if trace.repeat is not None:
+        raise CaseTooLong(
+            f"{geometry.source or geometry.name}: a prefill of {trace.steps:,} steps publishes "
+            f"{trace.published.count:,} states; a regression case lists every one (use a shorter prompt_tokens)"
+        )
     spans = real_plan.target_spans
     shared = [p for p in trace.published if all(p % s == 0 for s in spans)]
     tokens = geometry.request.num_tokens
     eagle = geometry.eagle_spans()
     return {
-        "outcome": HOLDS if len(shared) == len(trace.published) else FAILS,
+        "outcome": HOLDS if len(shared) == trace.published.count else FAILS,
         "cadence": real_plan.cadence,
         "split_block": real_plan.split.block,
         "target_spans": list(spans),
-        "published": trace.published,
+        "published": list(trace.published),
         "published_on_every_target": shared,
         "first_shared": shared[0] if shared else None,
         "restored": gpu_restore(

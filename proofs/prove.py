@@ -13,10 +13,9 @@ import z3
 
 from proofs.cache import ProofCache
 from proofs.catalog import CATALOGUE
+from proofs.report.result import FORMAT as RESULT_FORMAT
 from proofs.runner import Entry, load_manifest, model_sources_hash, plan_runs, progress, reproduce_command, run_theorem
 from proofs.solver import shared_queries
-
-RESULT_FORMAT = "gridproof-result/1"
 
 
 def run_catalogue(

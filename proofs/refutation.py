@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from proofs.solver import _Problem
 
 # Small concrete geometries tried before the fully symbolic search for a
-# counterexample: a concrete divisor makes the query linear
-# (../shared/reference/z3-encoding.md, "Finding counterexamples").
+# counterexample: a concrete divisor makes the query linear, where a symbolic
+# one leaves it nonlinear even when the answer is tiny.
 SIZE_LADDER = ((1, 2), (1, 2, 3, 4), (1, 2, 3, 4, 6, 8, 16), (16, 128, 768, 3840, 4096, 12288))
 LADDER_TRIES = 12  # concrete geometries tried per rung
 LADDER_RLIMIT = 400_000  # per try: a linear query either answers fast or is skipped
@@ -39,7 +39,7 @@ def refute_small(problem: _Problem, case: dict) -> dict | None:
 def probe(problem: _Problem, case: dict) -> dict | None:
     """Random small inputs evaluated on the concrete model, before any
     query: where failures are dense this is the fastest refuter (random
-    testing's strength, ../shared/reference/z3-encoding.md). Seeded, so a
+    testing's strength). Seeded, so a
     rerun finds the same input; what it finds replays by construction."""
     rng = random.Random(problem.seed or 0)
     sizes = sorted({v for rung in SIZE_LADDER[:3] for v in rung})

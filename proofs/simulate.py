@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from models.geometry import Geometry
 from models.plan import checked_plan
-from models.prefill import initial_state_column, run_prefill
+from models.positions import Positions
+from models.prefill import Trace, initial_state_column, run_prefill
 from models.reuse import gpu_restore, offload_restore
 from models.variants import Variant
+
+SHOWN = 6  # positions listed at each end of a condensed prefill's summary
 
 
 def simulate(variant: Variant, geometry: Geometry, budgets, prompt_tokens: int | None = None) -> dict:
@@ -44,8 +47,8 @@ def simulate(variant: Variant, geometry: Geometry, budgets, prompt_tokens: int |
                 "span": span,
                 "eagle": group.eagle,
                 "count": group.count,
-                "chunk_ends_on_boundary": [e for e in trace.chunk_ends if e % span == 0],
-                "published_on_boundary": [e for e in trace.published if e % span == 0],
+                "chunk_ends_on_boundary": positions_json(trace.chunk_ends.multiples_of(span)),
+                "published_on_boundary": positions_json(trace.published.multiples_of(span)),
             }
         )
     return {
@@ -57,26 +60,59 @@ def simulate(variant: Variant, geometry: Geometry, budgets, prompt_tokens: int |
         "cadence": plan.cadence,
         "split_block": plan.split.block,
         "target_spans": list(plan.target_spans),
-        "chunk_ends": trace.chunk_ends,
-        "published": trace.published,
-        "private": trace.private,
-        "steps": [
-            {
-                "step": c.step,
-                "start": c.start,
-                "requested": c.requested,
-                "end": c.end,
-                "state": "published" if c.published else ("private" if c.end > c.start else "no progress"),
-                "state_column": c.column,
-            }
-            for c in trace.chunks
-        ],
+        "chunk_ends": positions_json(trace.chunk_ends),
+        "published": positions_json(trace.published),
+        "private": positions_json(trace.private),
+        "step_count": trace.steps,
+        "steps": _steps_json(trace),
         "stalled_at_step": trace.stalled_at,
         "groups": groups,
         "reuse": restored,
         "reuse_offload": offloaded,
         "resume_state_column": initial_state_column(variant, restored, plan.cadence) if restored else None,
     }
+
+
+def positions_json(positions: Positions) -> list[int] | dict:
+    """A list of the positions; for a condensed prefill, a summary: how many, the first and last few,
+    and the arithmetic progressions (first, step, count) that hold them all."""
+    if positions.is_explicit:
+        return list(positions)
+    return {
+        "count": positions.count,
+        "first": positions.first(SHOWN),
+        "last": positions.last(SHOWN),
+        "progressions": [list(p) for p in positions.progressions()],
+    }
+
+
+def _steps_json(trace: Trace) -> list[dict]:
+    steps = [
+        {
+            "step": c.step,
+            "start": c.start,
+            "requested": c.requested,
+            "end": c.end,
+            "state": "published" if c.published else ("private" if c.end > c.start else "no progress"),
+            "state_column": c.column,
+        }
+        for c in trace.chunks
+    ]
+    r = trace.repeat
+    if r is not None:
+        period = trace.chunks[r.first : r.first + r.length]
+        steps.insert(
+            r.first + r.length,
+            {
+                "repeat": {
+                    "steps": [period[0].step, period[-1].step],
+                    "times": r.times,
+                    "tokens": r.tokens,
+                    "why": "the same chunks at the same residue of the grid, far from the end",
+                }
+            },
+        )
+    return steps
 
 
 def render_text(result: dict) -> str:
@@ -88,6 +124,13 @@ def render_text(result: dict) -> str:
         f"  {'step':>5} {'start':>9} {'end':>9}  state (slot)",
     ]
     for step in result["steps"]:
+        if "repeat" in step:
+            r = step["repeat"]
+            lines.append(
+                f"  {'...':>5} steps {r['steps'][0]:,} to {r['steps'][1]:,} repeat {r['times']:,} more times, "
+                f"{r['tokens']:,} tokens further each time"
+            )
+            continue
         lines.append(
             f"  {step['step']:>5} {step['start']:>9,} {step['end']:>9,}  {step['state']} ({step['state_column']})"
         )
@@ -107,12 +150,16 @@ def render_text(result: dict) -> str:
     return "\n".join(lines)
 
 
-def _positions(values: list[int]) -> str:
+def _positions(values: list[int] | dict) -> str:
+    if isinstance(values, dict):
+        values, count = values["first"] + values["last"], values["count"]
+    else:
+        count = len(values)
     if not values:
         return "none"
     shown = [f"{v:,}" for v in values]
-    if len(shown) > 12:
-        shown = shown[:6] + [f"... ({len(values) - 9} more) ..."] + shown[-3:]
+    if count > 12:
+        shown = shown[:6] + [f"... ({count - 9:,} more) ..."] + shown[-3:]
     return ", ".join(shown)
 
 

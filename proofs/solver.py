@@ -1,6 +1,6 @@
 """Deciding one obligation: building the Z3 query from a claim read
 symbolically, budgeting it in rlimit, and turning the answer into an honest
-verdict (DESIGN.md principle 4).
+verdict: only PROVED proves; UNKNOWN and VACUOUS are never success.
 
 A claim is built by calling a theorem's formula with Z3 variables; the same
 formula called with ints is the concrete model, used to replay every

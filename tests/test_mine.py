@@ -238,3 +238,12 @@ def test_view_errors_are_view_errors():
     theorem = CATALOGUE[HEADLINE]
     with pytest.raises(ViewError):
         make_views(theorem, theorem.trace_search, ["eagle_drop", "eagle_drop"])
+
+
+def test_mining_from_elsewhere_writes_here_and_announces_each_class(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["mine", HEADLINE, "--variant", "baseline", "--max", "1", "--no-vllm"]) == 0
+    captured = capsys.readouterr()
+    assert len(list((tmp_path / "gridproof-regressions").glob("*.json"))) == 1
+    assert "mine: class 1 found: " in captured.err
+    assert "s of search" in captured.out.splitlines()[-1]

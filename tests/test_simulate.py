@@ -1,5 +1,5 @@
 """`gridproof simulate` on the Kimi-K3 TP16/DCP16 geometry: the figures of
-PR457's description (pr457-model.md, "The problem it solves").
+PR457's public description ("The problem it solves").
 
 Kimi-K3 here: 768-token physical pages, target attention DCP16-sharded
 (span 12,288), an EAGLE draft group at DCP1 (span 768, block drop on), a
@@ -184,7 +184,7 @@ def test_pr457_publishes_every_12288_multiple_and_restores_the_last(pr457_cli):
 @pytest.mark.parametrize("prompt", [12_288, 24_576, 30_000, 50_000, 61_440, 62_207, 62_208, 74_000, 74_496, 100_000])
 def test_pr457_publishes_up_to_the_converted_eagle_boundary(prompt):
     data = run("pr457", prompt)
-    # pr457-model.md item 5: the annotated draft group's boundary, on the cadence grid.
+    # PR457 with EAGLE: the annotated draft group's reusable boundary, rounded down to the cadence grid.
     lcp = round_down(eagle_boundary(prompt), TARGET_SPAN)
     published = data["published"]
     assert all(p % TARGET_SPAN == 0 for p in published)
@@ -195,7 +195,7 @@ def test_pr457_publishes_up_to_the_converted_eagle_boundary(prompt):
     assert all(eagle_boundary(prompt) < p <= prompt for p in published if p > lcp)
     # With partial hash hits (H = 768 < S = 12,288) the split also stops at the
     # prompt's partial tail CP(P, 768, drop) whenever it lies beyond lcp
-    # (vllm-align-mode.md section 2.2 step 6); off the cadence, that state is private.
+    # (scheduler.py:546-662, the partial-hit stop); off the cadence, that state is private.
     tail = eagle_boundary(prompt)
     if lcp < tail and tail % TARGET_SPAN:
         assert tail in data["private"]
@@ -209,7 +209,7 @@ def test_pr457_publishes_up_to_the_converted_eagle_boundary(prompt):
 
 def test_the_hash_block_is_the_gcd_of_the_resolved_spans():
     """vLLM takes H from the resolved specs: under pr457 an explicit cadence
-    replaces the recurrent page in the gcd (vllm-align-mode.md section 3)."""
+    replaces the recurrent page in the gcd (kv_cache_utils.py:816-918)."""
     geometry = load_geometry("kimi-linear-48b-tp4-dcp4")
     assert plan(get_variant("baseline"), geometry).split.hash_block == 512
     pr457 = plan(get_variant("pr457"), geometry)

@@ -1,6 +1,6 @@
 """Properties of a whole prefill, by induction over steps: a step lemma and
 an invariant checked by Z3, and a bounded unrolling from a fresh request that
-produces real counterexample traces (DESIGN.md principle 6)."""
+produces real counterexample traces."""
 
 from __future__ import annotations
 

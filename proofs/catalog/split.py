@@ -1,5 +1,5 @@
 """The chunk split and the last cacheable position, for one call with every
-input and flag free (vllm-align-mode.md section 7, T1-T4, T6, T10)."""
+input and flag free: no-op outside the prefill, bounds, progress and landing on the grid."""
 
 from __future__ import annotations
 

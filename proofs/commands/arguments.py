@@ -11,7 +11,11 @@ import argparse
 import math
 
 from models.errors import GridproofError
+from models.variants import BASELINE, VARIANTS
 from proofs.mutation.handwritten import resolve
+
+DEFAULT_VARIANT = BASELINE.name
+VARIANT_HELP = f"{', '.join(VARIANTS)} or mutant:NAME (default {DEFAULT_VARIANT})"
 
 
 class UsageError(GridproofError):

@@ -11,22 +11,39 @@ import time
 from pathlib import Path
 
 from models.geometry import load_geometry
-from proofs.commands.arguments import UsageError, budgets, non_negative_integer, positive_integer, variant_name
+from proofs.commands.arguments import (
+    DEFAULT_VARIANT,
+    VARIANT_HELP,
+    UsageError,
+    budgets,
+    non_negative_integer,
+    positive_integer,
+    variant_name,
+)
 from proofs.mining import LADDER_EXTRA, QUERY_RLIMIT, Miner, MiningError, class_label
 from proofs.playback import (
     DEFAULT_CORPUS,
+    REPO,
     PlaybackError,
     case_document,
     check_real_vllm,
     describe_scenario,
     geometry_case,
     real_vllm,
+    real_vllm_loaded,
     render_pytest,
     write_case,
 )
 from proofs.views import ViewError
 
 FORMATS = ("text", "json", "pytest")
+ELSEWHERE = "gridproof-regressions"  # the default --out outside the checkout
+
+
+def default_out() -> Path:
+    """The checkout's corpus when mining from the checkout; otherwise a directory here, so that mining
+    from an installed gridproof never writes into the installation."""
+    return DEFAULT_CORPUS if Path.cwd().resolve() == REPO else Path(ELSEWHERE)
 
 
 def add_parser(sub) -> None:
@@ -34,9 +51,7 @@ def add_parser(sub) -> None:
         "mine", help="enumerate distinct, minimal counterexamples and write them as regression cases"
     )
     parser.add_argument("theorem", help="a theorem of the catalogue, e.g. prefill-published-on-target-boundaries")
-    parser.add_argument(
-        "--variant", default="baseline", type=variant_name, help="baseline, pr457, pr457-guarded or mutant:NAME"
-    )
+    parser.add_argument("--variant", default=DEFAULT_VARIANT, type=variant_name, help=VARIANT_HELP)
     parser.add_argument(
         "--max",
         metavar="N",
@@ -50,7 +65,13 @@ def add_parser(sub) -> None:
         help="a predicate over the theorem's inputs (e.g. 'budget0 < cadence'); the classes are the truth values "
         "of the views; repeatable; default: the theorem's own views",
     )
-    parser.add_argument("--out", metavar="DIR", help=f"where to write the cases (default: {_relative(DEFAULT_CORPUS)})")
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        type=Path,
+        help="where to write the cases (default: tests/regressions, the corpus the tests replay, when run from the "
+        f"gridproof checkout; from anywhere else ./{ELSEWHERE}, never the checkout's tests/)",
+    )
     parser.add_argument("--format", default="text", choices=FORMATS, help="what to print (default text)")
     parser.add_argument(
         "--rlimit", default=QUERY_RLIMIT, type=positive_integer, help=f"Z3 resource budget per query ({QUERY_RLIMIT})"
@@ -106,6 +127,12 @@ class Progress:
             print(f"mine: {message}", file=sys.stderr, flush=True)
             self.last = now
 
+    def announce(self, message: str) -> None:
+        """A line of its own at once, whatever the time: a class found, a slow step beginning."""
+        self.done()
+        self.shown = False
+        print(f"mine: {message}", file=sys.stderr, flush=True)
+
     def done(self) -> None:
         if self.shown:
             print("\r\033[K", end="", file=sys.stderr, flush=True)
@@ -129,7 +156,7 @@ def command_line(args: argparse.Namespace) -> str:
 def run(args: argparse.Namespace) -> int:
     if args.budget and not args.geometry:
         raise UsageError("--budget: only with --geometry")
-    out = Path(args.out) if args.out else DEFAULT_CORPUS
+    out = args.out or default_out()
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out: {out} exists and is not a directory")
     command = command_line(args)
@@ -145,6 +172,7 @@ def run(args: argparse.Namespace) -> int:
             rlimit=args.rlimit,
             ladder=args.ladder,
             progress=progress,
+            found=lambda number, found, views: progress.announce(f"class {number} found: {class_label(found, views)}"),
         )
     except (MiningError, ViewError) as error:
         raise UsageError(str(error)) from None
@@ -158,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
         except PlaybackError as error:
             errors.append(str(error))
             continue
-        status = _replay_in_vllm(doc, args.no_vllm, progress)
+        status = _replay_in_vllm(doc, args.no_vllm, progress.announce)
         if status.startswith("error: "):
             errors.append(status.removeprefix("error: "))
             continue
@@ -166,24 +194,26 @@ def run(args: argparse.Namespace) -> int:
         vllm.append(status)
         written.append(write_case(doc, out))
     progress.done()
+    wall = time.perf_counter() - progress.started
     if args.format == "json":
-        print(json.dumps(_json(result, documents, written, errors), indent=2))
+        print(json.dumps(_json(result, documents, written, errors, wall), indent=2))
     elif args.format == "pytest":
         print(render_pytest(documents), end="")
     else:
-        print(_text(result, documents, written, vllm, errors))
+        print(_text(result, documents, written, vllm, errors, wall))
     for error in errors:
         print(f"gridproof: error: {error}", file=sys.stderr)
     return 1 if errors else 0
 
 
-def _replay_in_vllm(doc: dict, skip: bool, progress) -> str:
+def _replay_in_vllm(doc: dict, skip: bool, announce) -> str:
     """'' where no real-vLLM replay applies; otherwise what became of it."""
     if "real_vllm" not in doc:
         return ""
     if skip:
         return "not replayed now (--no-vllm); tests/regressions replays it"
-    progress("loading the real vLLM 0.33.0")
+    if not real_vllm_loaded():
+        announce("loading the real vLLM 0.33.0 to replay the baseline prefill (--no-vllm skips this)")
     real = real_vllm()
     if real is None:
         return "not replayed now: vLLM 0.33.0 is not installed (bash tests/install-conformance.sh)"
@@ -206,7 +236,7 @@ def _record_geometry(args: argparse.Namespace, out: Path, command: str) -> int:
         return 1
     except KeyError:
         raise UsageError(f"unknown theorem {args.theorem!r}") from None
-    status = _replay_in_vllm(doc, args.no_vllm, lambda _message: None)
+    status = _replay_in_vllm(doc, args.no_vllm, lambda message: print(f"mine: {message}", file=sys.stderr))
     if status.startswith("error: "):
         print(f"gridproof: error: {status.removeprefix('error: ')}", file=sys.stderr)
         return 1
@@ -231,7 +261,7 @@ def _record_geometry(args: argparse.Namespace, out: Path, command: str) -> int:
     return 0
 
 
-def _json(result, documents, written, errors) -> dict:
+def _json(result, documents, written, errors, wall: float) -> dict:
     return {
         "theorem": result.theorem,
         "variant": result.variant,
@@ -243,6 +273,7 @@ def _json(result, documents, written, errors) -> dict:
         "geometries": result.geometries,
         "undecided_geometries": result.undecided,
         "seconds": round(result.seconds, 3),
+        "wall_seconds": round(wall, 3),
         "rlimit": result.rlimit,
         "errors": errors,
     }
@@ -259,7 +290,7 @@ def _positions(values: list[int]) -> str:
     return ", ".join(shown) or "none"
 
 
-def _text(result, documents, written, vllm, errors) -> str:
+def _text(result, documents, written, vllm, errors, wall: float) -> str:
     lines = [
         f"{result.theorem} / {result.variant}: {len(documents)} distinct "
         f"class{'es' if len(documents) != 1 else ''} of counterexample",
@@ -296,7 +327,9 @@ def _text(result, documents, written, vllm, errors) -> str:
     new = sum(w.new for w in written)
     lines.append(f"stop: {result.stop}")
     lines.append(
-        f"{len(documents)} classes ({new} new files) in {result.seconds:.1f} s, rlimit {result.rlimit:,}, "
+        f"{len(documents)} classes ({new} new files) in {wall:.1f} s "
+        f"({result.seconds:.1f} s of search, the rest replay{' and loading vLLM' if any(vllm) else ''}), "
+        f"rlimit {result.rlimit:,}, "
         f"{result.geometries} geometries decided"
         + (f", {result.undecided} undecided within the rlimit" if result.undecided else "")
         + (f"; {len(errors)} errors" if errors else "")

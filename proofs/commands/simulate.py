@@ -6,16 +6,14 @@ import argparse
 import json
 
 from models.geometry import load_geometry
-from proofs.commands.arguments import budgets, positive_integer, variant_name
+from proofs.commands.arguments import DEFAULT_VARIANT, VARIANT_HELP, budgets, positive_integer, variant_name
 from proofs.mutation.handwritten import in_effect
 
 
 def add_parser(sub) -> None:
     parser = sub.add_parser("simulate", help="run one request's prefill and show chunk ends, states and reuse")
     parser.add_argument("geometry", help="a geometry TOML file, or a built-in name such as kimi-k3-tp16-dcp16")
-    parser.add_argument(
-        "--variant", default="baseline", type=variant_name, help="baseline, pr457, pr457-guarded or mutant:NAME"
-    )
+    parser.add_argument("--variant", default=DEFAULT_VARIANT, type=variant_name, help=VARIANT_HELP)
     parser.add_argument("--prompt-tokens", type=positive_integer, help="override the geometry's prompt length")
     parser.add_argument(
         "--budget",

@@ -1,4 +1,4 @@
-"""One result, many renderings (DESIGN.md principle 8): the canonical JSON of a proof run rendered as
+"""One result, many renderings: the canonical JSON of a proof run rendered as
 a Markdown summary and report, self-contained HTML with drawings, JUnit XML and SARIF 2.1.0; the live
 run adds one SMT-LIB file per obligation. `gridproof report` renders a saved result;
 `gridproof prove --report-dir DIR` writes them all."""

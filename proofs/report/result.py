@@ -2,7 +2,7 @@
 back, checking its shape, and the questions every rendering asks of it.
 
 Every rendering reads this object and nothing else, so a report can be made later, elsewhere, from a
-result file alone (DESIGN.md principle 8).
+result file alone.
 """
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ from pathlib import Path
 
 from models.errors import GridproofError
 from models.files import read_user_text
+from models.variants import VARIANTS
 from proofs.report.shape import Fields, ListOf, MapOf, Optional, ShapeError, check_shape
 
 FORMAT = "gridproof-result/1"
 DECIDED = ("PROVED", "REFUTED")
-VARIANT_ORDER = ("baseline", "pr457", "pr457-guarded")
+VARIANT_ORDER = tuple(VARIANTS)  # models/variants.py, in its order
 # Every field a rendering reads, and the kind of value it must hold.
 _ENTRY = Fields(
     {
@@ -33,9 +34,9 @@ _ENTRY = Fields(
         "hypotheses_unconfirmed": ListOf("str"),
         "hypotheses": ListOf("str"),
         "counterexample": Optional(MapOf("scalar")),
-        "reason": Optional("str"),
+        "reason": "str",
         "ablations": MapOf("str"),
-        "reproduce": Optional("str"),
+        "reproduce": "str",
         "reused_queries": "int",
         "subject": "str",
         "statement": "str",

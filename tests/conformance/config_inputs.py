@@ -14,9 +14,9 @@ import random
 
 from hypothesis import strategies as st
 
-from conformance.real_config import Backend, ConfigScenario
 from models.config import ConfigInputs, resolve
 from models.variants import BASELINE
+from proofs.real_vllm.config import Backend, ConfigScenario
 
 DTYPE_BYTES = {"int8": 1, "float16": 2, "bfloat16": 2, "float32": 4}
 MODEL_DTYPES = ("float16", "bfloat16", "float32")

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from conformance import config_inputs
 from conformance.generation import generated
-from conformance.real_config import Backend, ConfigScenario
 from conformance.tally import compare
+from proofs.real_vllm.config import Backend, ConfigScenario
 
 EXAMPLES = 200
 PER_EXAMPLE = 50
@@ -123,7 +123,7 @@ def test_config_on_real_model_classes(real_config, config_class, architecture):
 
 
 def test_nemotron_h_figures_seen_by_hand(real_config):
-    """vllm-on-cpu.md: block 528 in align mode, 1,040 with a float32 SSM cache."""
+    """As checked by hand on CPU: block 528 in align mode, 1,040 with a float32 SSM cache."""
     for ssm_dtype, block in (("auto", 528), ("float32", 1040)):
         variation = {
             "block_size": 16,

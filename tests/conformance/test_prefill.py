@@ -11,33 +11,13 @@ from conformance import split_inputs, tally
 from conformance.generation import generated
 from models.geometry import builtin_geometry_names, load_geometry
 from models.plan import plan
-from models.prefill import run_prefill
 from models.scheduler import SplitParams
 from models.variants import BASELINE
+from proofs.real_vllm import BASE_PLAN, prefill_steps, real_steps
 
 EXAMPLES = 100
 TRACES_PER_EXAMPLE = 16
 STEPS_PER_TRACE = 150  # prompts are sized so a prefill takes about this many steps at most
-
-
-# A real baseline plan whose split parameters each case replaces: `run_prefill`
-# reads the split from it (the geometry's cadence only sets the published flags,
-# which vLLM's split does not return and are not compared).
-_BASE_PLAN = plan(BASELINE, load_geometry(builtin_geometry_names()[0]))
-
-
-def prefill_steps(p: SplitParams, budgets, prompt: int, outputs: int, split_function=None) -> list[tuple]:
-    """(step, start, requested, end) of each step as `run_prefill` drives the
-    split: the model's, or `split_function(p, call)` in its place."""
-    plan_with_split = replace(_BASE_PLAN, split=p)
-    trace = run_prefill(
-        plan_with_split, budgets, prompt_tokens=prompt, output_tokens=outputs, split_function=split_function
-    )
-    return [(c.step, c.start, c.requested, c.end) for c in trace.chunks]
-
-
-def real_steps(real_split, p: SplitParams, budgets, prompt: int, outputs: int) -> list[tuple]:
-    return prefill_steps(p, budgets, prompt, outputs, split_function=real_split.split)
 
 
 def model_steps(p: SplitParams, budgets, prompt: int, outputs: int) -> list[tuple]:
@@ -91,8 +71,8 @@ def test_prefill_on_the_builtin_geometries(real_split):
 
 
 def test_the_whole_prefill_figures_seen_by_hand(real_split):
-    """vllm-on-cpu.md's figures, on both sides."""
-    p = replace(_BASE_PLAN.split, block=768, sched_block=768, hash_block=768, max_scheduled=4096)
+    """Figures first checked by hand against vLLM 0.33.0 on CPU, on both sides."""
+    p = replace(BASE_PLAN.split, block=768, sched_block=768, hash_block=768, max_scheduled=4096)
     p = replace(p, eagle_drop=False, lookahead=0, partial_hits=False, checkpoint_blocks=False, shared_prefix=False)
     ends = [step[3] for step in real_steps(real_split, p, [4096], 100_000, 0)]
     assert len(ends) == 27 and ends[:2] == [3840, 7680] and ends[-3:] == [96_000, 99_840, 100_000]

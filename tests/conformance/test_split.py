@@ -85,7 +85,7 @@ def test_checkpoint_valid_on_boundary_values(real_split):
 
 
 def test_the_harness_reproduces_the_figures_seen_by_hand(real_split):
-    """vllm-on-cpu.md's figures: the harness calls vLLM the way it was checked by hand."""
+    """Figures first checked by hand against vLLM 0.33.0 on CPU: the harness calls vLLM the same way."""
     assert real_split.checkpoint_position(100_000, 768, False, 0) == 99_840
     assert real_split.checkpoint_position(100_000, 768, True, 0) == 99_072
     assert real_split.checkpoint_position(768, 768, False, 0) == 0

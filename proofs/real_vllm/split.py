@@ -1,8 +1,9 @@
 """The real vLLM 0.33.0 split, CP and VALID, called with the model's inputs.
 
 `Scheduler._mamba_block_aligned_split` is called unbound with a namespace as
-`self` holding exactly the attributes it reads (vllm-on-cpu.md, "What the
-functions read"). The model writes None as 0; it becomes None here.
+`self` holding exactly the attributes it reads: the scheduler's block sizes,
+budget and flags, and the request's token counts and shared-prefix boundary.
+The model writes None as 0; it becomes None here.
 """
 
 from __future__ import annotations

@@ -1,0 +1,295 @@
+"""Every command, driven in this process through `proofs.cli.main` with generated arguments and
+generated files (geometry TOML and result JSON: valid, truncated, wrong types, huge numbers,
+binary): it answers with exit status 0, 1 or 2, never an exception; exit 2 is exactly one line
+on stderr, `gridproof: error: ...`.
+
+The argument shapes keep each call short: `prove` selects one cheap theorem, `mine` records a
+geometry (no search) without loading vLLM. The example budget is fixed and the generation
+derandomised, so CI sees the same cases every run.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from functools import cache
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from models.geometry import BUILTIN_DIR, builtin_geometry_names
+from models.variants import MUTANTS, VARIANTS
+from proofs.cli import main
+from proofs.prove import run_catalogue
+from proofs.report import FORMATS
+
+CHEAP_THEOREM = "config-explicit-cadence-kept"  # three obligations, one refuted, well under a second
+PREFILL_THEOREM = "prefill-published-on-target-boundaries"
+FUZZ = settings(
+    max_examples=100,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+
+
+# --- values: what a user might type, and what a damaged file might hold --------------------------
+
+HUGE = 10**30
+odd_numbers = st.sampled_from(["0", "-1", "1", "2", "7", "1e3", "0x10", "1_000", "٣", " 5 ", "", "9" * 50, "9" * 5000])
+odd_text = st.one_of(odd_numbers, st.text(max_size=12), st.sampled_from(["nan", "inf", "-inf", "\x00", "a" * 300]))
+budget_text = st.one_of(
+    odd_text, st.lists(odd_numbers, min_size=1, max_size=4).map(",".join), st.sampled_from(["4096", "4096,1"])
+)
+variant_text = st.one_of(
+    st.sampled_from([*VARIANTS, *(f"mutant:{m}" for m in MUTANTS), "pr999", "mutant:", "baseline,pr457", ","]),
+    st.text(max_size=8),
+)
+good_variant = st.sampled_from([*VARIANTS, *(f"mutant:{m}" for m in MUTANTS)])
+good_budget = st.one_of(
+    st.integers(1, 10**6).map(str),
+    st.lists(st.integers(1, 9000), min_size=1, max_size=4).map(lambda values: ",".join(map(str, values))),
+)
+json_scalar = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.sampled_from([0, -1, 1, HUGE, -HUGE, 2**63, 0.5, 1e308]),
+    st.text(max_size=6),
+)
+json_value = st.one_of(
+    json_scalar, st.lists(json_scalar, max_size=3), st.dictionaries(st.text(max_size=4), json_scalar)
+)
+toml_value = st.one_of(
+    st.sampled_from(["0", "-1", "1", "4096", "1e3", "true", '"text"', "[]", "[1, 2]", "{}", "inf", "nan"]),
+    st.sampled_from([str(HUGE), "9" * 5000, "[" * 2000 + "]" * 2000, '"' + "x" * 10_000 + '"']),
+)
+binary = st.one_of(
+    st.binary(min_size=1, max_size=64),
+    st.just(b"\x89PNG\r\n\x1a\n\x00\x00\x00"),
+    st.just("name = 'caf\u00e9'".encode("latin-1")),
+)
+
+
+def _paths(data: object, prefix: tuple = ()) -> list[tuple]:
+    """Every path to a value in nested dicts and lists."""
+    found = [prefix] if prefix else []
+    if isinstance(data, dict):
+        for key, value in data.items():
+            found += _paths(value, (*prefix, key))
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            found += _paths(value, (*prefix, i))
+    return found
+
+
+def _replaced(data, path: tuple, value, delete: bool):
+    copy = json.loads(json.dumps(data))
+    holder = copy
+    for step in path[:-1]:
+        holder = holder[step]
+    if delete:
+        del holder[path[-1]]
+    else:
+        holder[path[-1]] = value
+    return copy
+
+
+@cache
+def valid_result_text() -> str:
+    result, _entries = run_catalogue(CHEAP_THEOREM, None, "ci", None, None, 1)
+    return json.dumps(result, indent=2)
+
+
+@st.composite
+def result_file(draw) -> bytes:
+    text = valid_result_text()
+    shape = draw(st.sampled_from(["valid", "changed", "changed", "changed", "truncated", "binary", "other json"]))
+    if shape == "valid":
+        return text.encode()
+    if shape == "truncated":
+        return text.encode()[: draw(st.integers(0, len(text) - 1))]
+    if shape == "binary":
+        return draw(binary)
+    if shape == "other json":
+        return json.dumps(draw(json_value)).encode()
+    changed = json.loads(text)
+    for _ in range(draw(st.integers(1, 3))):
+        path = draw(st.sampled_from([p for p in _paths(changed) if len(p) <= 3]))  # the fields, not their items
+        changed = _replaced(changed, path, draw(json_value), delete=draw(st.booleans()) and isinstance(path[-1], str))
+    return json.dumps(changed).encode()
+
+
+@cache
+def builtin_toml(name: str) -> str:
+    return (BUILTIN_DIR / f"{name}.toml").read_text()
+
+
+@st.composite
+def geometry_file(draw) -> bytes:
+    text = builtin_toml(draw(st.sampled_from(builtin_geometry_names())))
+    shape = draw(st.sampled_from(["valid", "changed", "changed", "changed", "truncated", "binary", "dropped line"]))
+    if shape == "valid":
+        return text.encode()
+    if shape == "truncated":
+        return text.encode()[: draw(st.integers(0, len(text) - 1))]
+    if shape == "binary":
+        return draw(binary)
+    lines = text.splitlines()
+    settable = [i for i, line in enumerate(lines) if " = " in line and not line.startswith("#")]
+    for _ in range(draw(st.integers(1, 3))):
+        i = draw(st.sampled_from(settable))
+        if shape == "dropped line":
+            lines[i] = ""
+        else:
+            lines[i] = f"{lines[i].split(' = ')[0]} = {draw(toml_value)}"
+    if draw(st.booleans()):
+        lines.append(draw(st.sampled_from(["[request]", "unknown = 1", "[[groups]]", "kind = 'recurrent'"])))
+    return "\n".join(lines).encode()
+
+
+# --- the commands -------------------------------------------------------------------------------
+
+
+def _flag(draw, name: str, good, bad=odd_text) -> list[str]:
+    """Mostly absent or well-formed, so that the files behind the flags are reached; sometimes bad."""
+    choice = draw(st.sampled_from(["absent", "absent", "good", "good", "bad"]))
+    if choice == "absent":
+        return []
+    return [name, draw(good if choice == "good" else bad)]
+
+
+def run(tmp_path: Path, capsys, argv: list[str]) -> None:
+    try:
+        status = main(argv)
+    except SystemExit as exit:  # --help
+        status = exit.code
+    captured = capsys.readouterr()
+    assert status in (0, 1, 2), (argv, status, captured.err)
+    event(f"exit {status}: {_problem(captured.err, tmp_path)}" if status == 2 else f"exit {status}")
+    assert "Traceback" not in captured.err, (argv, captured.err)
+    if status == 2:
+        lines = captured.err.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("gridproof: error: "), (argv, captured.err)
+        assert captured.out == "", argv
+
+
+def geometry_argument(draw, tmp_path: Path) -> str:
+    """A generated geometry file, a built-in name, or a path that is no geometry."""
+    source = draw(st.sampled_from(["file", "file", "builtin", "missing"]))
+    if source == "file":
+        return _written(tmp_path, "g.toml", draw(geometry_file()))
+    if source == "builtin":
+        return draw(st.sampled_from(builtin_geometry_names()))
+    return draw(st.sampled_from(["nowhere.toml", str(tmp_path), "", "../kimi-k3-tp16-dcp16"]))
+
+
+def _problem(err: str, tmp_path: Path) -> str:
+    """The kind of error, for `--hypothesis-show-statistics`: the message without file names or values."""
+    message = err.removeprefix("gridproof: error: ").replace(str(tmp_path), "TMP")
+    return " ".join(message.split()[:4])[:50]
+
+
+def _written(tmp_path: Path, name: str, content: bytes) -> str:
+    path = tmp_path / name
+    path.write_bytes(content)
+    return str(path)
+
+
+@settings(FUZZ)
+@given(data=st.data())
+def test_simulate_never_raises(tmp_path_factory, capsys, data):
+    tmp_path = tmp_path_factory.mktemp("simulate")
+    draw = data.draw
+    argv = ["simulate", geometry_argument(draw, tmp_path)]
+    argv += _flag(draw, "--variant", good_variant, variant_text)
+    argv += _flag(draw, "--prompt-tokens", st.integers(1, 10**13).map(str), odd_numbers)
+    argv += _flag(draw, "--budget", good_budget, budget_text)
+    argv += ["--json"] if draw(st.booleans()) else []
+    run(tmp_path, capsys, argv)
+
+
+@settings(FUZZ, max_examples=300)  # each call is short: the result is small
+@given(data=st.data())
+def test_report_never_raises(tmp_path_factory, capsys, data):
+    tmp_path = tmp_path_factory.mktemp("report")
+    draw = data.draw
+    argv = ["report", _written(tmp_path, "r.json", draw(result_file()))]
+    argv += _flag(draw, "--format", st.sampled_from(FORMATS))
+    if draw(st.booleans()):
+        argv += ["--out", draw(st.sampled_from([str(tmp_path / "out"), str(tmp_path), str(tmp_path / "no" / "x")]))]
+    run(tmp_path, capsys, argv)
+
+
+@settings(FUZZ, max_examples=30)
+@given(data=st.data())
+def test_prove_never_raises(tmp_path_factory, capsys, data):
+    tmp_path = tmp_path_factory.mktemp("prove")
+    draw = data.draw
+    argv = ["prove", "--theorem", draw(st.sampled_from([CHEAP_THEOREM, CHEAP_THEOREM, "no-such-theorem", ""]))]
+    argv += ["--jobs", draw(st.sampled_from(["1", "1", "0", "x"]))]
+    argv += _flag(draw, "--variant", good_variant, variant_text)
+    argv += _flag(draw, "--tier", st.sampled_from(["ci", "slow", "all"]), st.sampled_from(["fast", ""]))
+    argv += _flag(draw, "--rlimit", st.sampled_from(["100", "20000000"]), odd_numbers)
+    argv += _flag(draw, "--seed", st.sampled_from(["0", "7"]), odd_numbers)
+    argv += _flag(draw, "--seeds", st.just("1"), st.sampled_from(["0", "-2", "x"]))
+    argv += _flag(draw, "--rlimit-growth", st.sampled_from(["50", "0"]), st.sampled_from(["-1", "nan", "1e400", "x"]))
+    if draw(st.booleans()):
+        argv += ["--against", _written(tmp_path, "old.json", draw(result_file()))]
+    argv += ["--json"] if draw(st.booleans()) else []
+    run(tmp_path, capsys, argv)
+
+
+@settings(FUZZ)
+@given(data=st.data())
+def test_mine_never_raises(tmp_path_factory, capsys, data):
+    tmp_path = tmp_path_factory.mktemp("mine")
+    draw = data.draw
+    theorem = draw(st.sampled_from([PREFILL_THEOREM, PREFILL_THEOREM, CHEAP_THEOREM, "no-such-theorem"]))
+    argv = [
+        "mine",
+        theorem,
+        "--geometry",
+        geometry_argument(draw, tmp_path),
+        "--no-vllm",
+        "--out",
+        str(tmp_path / "cases"),
+    ]
+    argv += _flag(draw, "--variant", good_variant, variant_text)
+    argv += _flag(draw, "--budget", good_budget, budget_text)
+    argv += _flag(draw, "--format", st.sampled_from(["text", "json", "pytest"]), st.just("xml"))
+    argv += _flag(draw, "--max", st.just("2"), odd_numbers)
+    argv += _flag(draw, "--rlimit", st.just("100000"), odd_numbers)
+    argv += _flag(draw, "--ladder", st.just("3"), odd_numbers)
+    if draw(st.integers(0, 9)) == 0:
+        argv += ["--view", draw(st.sampled_from(["budget0 < cadence", "1 +", ""]))]
+    run(tmp_path, capsys, argv)
+
+
+@pytest.mark.parametrize("command", ["simulate", "report", "prove", "mine"])
+def test_a_binary_file_is_exit_2_naming_it(tmp_path, capsys, command):
+    path = tmp_path / "picture.png"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    argv = {
+        "simulate": ["simulate", str(path)],
+        "report": ["report", str(path)],
+        "prove": ["prove", "--theorem", CHEAP_THEOREM, "--jobs", "1", "--against", str(path)],
+        "mine": ["mine", PREFILL_THEOREM, "--geometry", str(path), "--no-vllm", "--out", str(tmp_path / "out")],
+    }[command]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err == f"gridproof: error: {path}: a binary file, not {_expected(command)}\n"
+
+
+def _expected(command: str) -> str:
+    if command in ("simulate", "mine"):
+        return "a geometry TOML file"
+    return "a result written by `gridproof prove --json`"
+
+
+def test_the_generated_files_include_valid_ones():
+    """The fuzzing reaches past the readers: its valid starting points load."""
+    assert tomllib.loads(builtin_toml("kimi-k3-tp16-dcp16"))["request"]["prompt_tokens"] == 100000
+    assert json.loads(valid_result_text())["format"] == "gridproof-result/1"
