@@ -20,8 +20,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from models.geometry import BUILTIN_DIR, builtin_geometry_names
-from models.variants import MUTANTS, VARIANTS
+from models.variants import VARIANTS
 from proofs.cli import main
+from proofs.mutation.handwritten import MUTANTS
 from proofs.prove import run_catalogue
 from proofs.report import FORMATS
 

@@ -16,8 +16,9 @@ from models.plan import plan
 from models.positions import Positions
 from models.prefill import run_prefill
 from models.reuse import gpu_restore, offload_restore
-from models.variants import MUTANTS, VARIANTS, get_variant
+from models.variants import VARIANTS, get_variant
 from proofs.cli import main
+from proofs.mutation.handwritten import MUTANTS, in_effect
 
 CASES = 250
 
@@ -71,12 +72,13 @@ def test_condensed_prefills_equal_the_step_by_step_ones():
     condensed = 0
     for case in range(CASES):
         geometry = random_geometry(rng)
-        the_plan = plan(get_variant(rng.choice(names)), geometry)
         budgets = rng.choice(
             [[geometry.deployment.max_num_scheduled_tokens], [rng.randint(1, 300), 97, 512], [rng.randint(20, 400)]]
         )
-        slow = run_prefill(the_plan, budgets, condense_beyond=None)
-        fast = run_prefill(the_plan, budgets, condense_beyond=0)
+        with in_effect(rng.choice(names)) as variant:  # a mutant's patch holds while its prefill runs
+            the_plan = plan(variant, geometry)
+            slow = run_prefill(the_plan, budgets, condense_beyond=None)
+            fast = run_prefill(the_plan, budgets, condense_beyond=0)
         where = (case, geometry, budgets)
         assert list(fast.every_chunk()) == slow.chunks, where
         assert fast.steps == len(slow.chunks) and fast.stalled_at == slow.stalled_at, where
