@@ -10,7 +10,9 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from models import arith
 from models.errors import GridproofError
+from models.files import read_user_text
 
 BUILTIN_DIR = Path(__file__).parent / "geometries"
 
@@ -32,9 +34,12 @@ class CacheGroup:
     eagle: bool = False  # annotated as an EAGLE draft group (is_eagle_group)
     count: int = 1
 
-    def span(self, dcp_size: int) -> int:
-        """Tokens one block id covers: block_size x DCP if sharded (vLLM eff())."""
-        return self.block_size * (dcp_size if self.dcp_sharded else 1)
+    def span(self, dcp_size):
+        """Tokens one block id covers: block_size x DCP if sharded (vLLM eff()).
+        Fields and `dcp_size` may be Z3 terms (the catalogue's symbolic groups)."""
+        if self.dcp_sharded is False:
+            return self.block_size  # no `x * 1` term for the solver to see through
+        return self.block_size * arith.ite(self.dcp_sharded, dcp_size, 1)
 
 
 @dataclass(frozen=True)
@@ -186,24 +191,31 @@ def _check_consistency(geometry: Geometry) -> None:
 def load_geometry(path_or_name: str | Path) -> Geometry:
     """Load a geometry file, or a built-in one by name (e.g. `kimi-k3-tp16-dcp16`)."""
     path = Path(path_or_name)
-    if not path.exists():
-        builtin = BUILTIN_DIR / f"{path_or_name}.toml"
-        if not builtin.exists():
-            known = ", ".join(builtin_geometry_names())
-            raise GeometryError(f"{path_or_name}: no such file or built-in geometry (built-in: {known})")
-        path = builtin
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise GeometryError(f"{path}: cannot read: {error.strerror}") from None
+    if str(path_or_name) in builtin_geometry_names() and not _exists(path):
+        path = BUILTIN_DIR / f"{path_or_name}.toml"
+    elif not _exists(path):
+        known = ", ".join(builtin_geometry_names())
+        raise GeometryError(f"{path_or_name}: no such file or built-in geometry (built-in: {known})")
+    text = read_user_text(path, "a geometry TOML file")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise GeometryError(f"{path}: not valid TOML: {error}") from None
+    except ValueError:  # tomllib converts integers with int(), which refuses more than 4300 digits
+        raise GeometryError(f"{path}: not usable TOML: an integer with more than 4,300 digits") from None
+    except RecursionError:
+        raise GeometryError(f"{path}: not usable TOML: arrays or tables nested too deep") from None
     try:
         return parse_geometry(data, name=path.stem, source=str(path))
     except GeometryError as error:
         raise GeometryError(f"{path}: {error}") from None
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):  # a name too long, or holding a NUL byte: read_user_text says which
+        return True
 
 
 def builtin_geometry_names() -> list[str]:

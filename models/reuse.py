@@ -57,6 +57,41 @@ def gpu_restore(
     return max(hits, default=0)
 
 
+def offload_restorable(
+    position,
+    published_here,
+    cadence,
+    target_spans,
+    eagle_spans,
+    blocks_per_chunk,
+    cached_tokens,
+    new_tokens,
+):
+    """Whether the offload connector's `_lookup_complete_chunks` can restore
+    `position` tokens: a stored recurrent state there (stored: GPU-published
+    and on the recurrent chunk grid, cadence x blocks_per_chunk), every
+    attention group's chunk grid through it, every EAGLE group one chunk
+    beyond it (it drops one), the last token left to compute, and at least
+    the largest chunk restored. The connector lowers a cap group by group
+    until nothing moves; each lowering keeps every position that satisfies
+    this, so the fixed point is the largest such position."""
+    recurrent_chunk = cadence * blocks_per_chunk
+    target_chunks = [span * blocks_per_chunk for span in target_spans]
+    eagle_chunks = [span * blocks_per_chunk for span in eagle_spans]
+
+    def stored_through(chunk, end):
+        return end <= arith.round_down(cached_tokens, chunk)
+
+    return arith.all_of(
+        published_here,
+        position <= new_tokens - 1,
+        *(arith.divides(chunk, position) for chunk in (recurrent_chunk, *target_chunks, *eagle_chunks)),
+        *(stored_through(chunk, position) for chunk in target_chunks),
+        *(stored_through(chunk, position + chunk) for chunk in eagle_chunks),
+        *(position >= chunk for chunk in (recurrent_chunk, *target_chunks, *eagle_chunks)),
+    )
+
+
 def offload_restore(
     published: Sequence[int],
     cadence: int,
@@ -66,24 +101,10 @@ def offload_restore(
     cached_tokens: int,
     new_tokens: int,
 ) -> int:
-    """The prefix the offload connector's `_lookup_complete_chunks` restores:
-    a stored recurrent state (only GPU-published ones, on its chunk grid) that
-    also lies on the prefix of stored attention chunks."""
-    mamba_chunk = cadence * blocks_per_chunk
-    stored_states = sorted(p for p in published if p % mamba_chunk == 0)
-    attention = [(span * blocks_per_chunk, False) for span in target_spans]
-    attention += [(span * blocks_per_chunk, True) for span in eagle_spans]
-    cap = (new_tokens - 1) // mamba_chunk * mamba_chunk
-    while True:
-        previous = cap
-        for chunk, is_eagle in attention:
-            stored = cached_tokens // chunk * chunk
-            if is_eagle:
-                cap = min(cap, max(min(cap + chunk, stored) // chunk * chunk - chunk, 0))
-            else:
-                cap = min(cap, min(cap, stored) // chunk * chunk)
-        cap = max((p for p in stored_states if p <= cap), default=0)
-        if cap == previous:
-            break
-    smallest_unit = max([mamba_chunk] + [chunk for chunk, _ in attention])
-    return cap if cap >= smallest_unit else 0
+    """The longest prefix the native offload connector restores (0: none)."""
+    hits = [
+        p
+        for p in published
+        if offload_restorable(p, True, cadence, target_spans, eagle_spans, blocks_per_chunk, cached_tokens, new_tokens)
+    ]
+    return max(hits, default=0)

@@ -30,8 +30,8 @@ from pathlib import Path
 import z3
 
 from models.errors import GridproofError
-from models.variants import get_variant
 from proofs.catalog import Theorem
+from proofs.mutation.handwritten import in_effect
 from proofs.runner import Entry, formula_location
 from proofs.solver import PROVED, QUERY_PARAMETERS, REFUTED, Query, query_text
 
@@ -60,7 +60,6 @@ def _procedure_digest() -> str:
 
 
 def entry_key(theorem: Theorem, variant_name: str, expected: str, rlimit: int, tier: str, seed: int | None) -> str:
-    variant = get_variant(variant_name)
     obligations = [*theorem.obligations, *([theorem.trace_search] if theorem.trace_search else [])]
     parts = [
         FORMAT,
@@ -71,7 +70,8 @@ def entry_key(theorem: Theorem, variant_name: str, expected: str, rlimit: int, t
     ]
     for o in obligations:
         parts.append(repr((o.name, o.variables, o.case_split, o.lemmas, o.solver_options, o.strategy)))
-        parts.append(query_text(o.formula, o.variables, variant))
+        with in_effect(variant_name) as variant:  # a mutant's query is read with its patch applied
+            parts.append(query_text(o.formula, o.variables, variant))
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 

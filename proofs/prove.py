@@ -4,7 +4,6 @@ verdict that differs from the manifest or is not PROVED/REFUTED."""
 from __future__ import annotations
 
 import concurrent.futures
-import json
 import multiprocessing
 import os
 import time
@@ -124,12 +123,6 @@ def _run_theorem_variants(
                 cache.store(key, entry)
             entries.append(entry)
     return entries
-
-
-def prove(theorem=None, variant=None, tier="ci", rlimit=None, as_json=False, seed=None, jobs=None, cache=None) -> int:
-    result, entries = run_catalogue(theorem, variant, tier, rlimit, seed, jobs, cache)
-    print(json.dumps(result, indent=2) if as_json else render_table(entries, result))
-    return 1 if result["failures"] or not entries else 0
 
 
 def render_table(entries, result) -> str:

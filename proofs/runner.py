@@ -11,8 +11,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from models.errors import GridproofError
-from models.variants import MUTANTS, VARIANTS, get_variant
+from models.variants import VARIANTS
 from proofs.catalog import CATALOGUE, Obligation, Theorem
+from proofs.mutation.handwritten import MUTANTS, in_effect, resolve
 from proofs.solver import (
     DEFAULT_RLIMIT,
     ERROR,
@@ -63,7 +64,7 @@ def load_manifest(path: Path = MANIFEST) -> dict[str, Expectation]:
                 raise ManifestError(f"{path}: {name}: unknown mutant {mutant!r}")
             expected[f"mutant:{mutant}"] = REFUTED
         for variant, verdict in expected.items():
-            get_variant(variant)
+            resolve(variant)
             if verdict not in VERDICTS:
                 raise ManifestError(f"{path}: {name}: {variant}: unknown verdict {verdict!r}")
         refutable = entry.get("kills") or REFUTED in expected.values()
@@ -133,12 +134,12 @@ def run_theorem(
     tier: str = "ci",
     seed: int | None = None,
 ) -> Entry:
-    with fresh_context():
-        return _run_theorem(theorem, variant_name, expected, rlimit, tier, seed)
+    with fresh_context(), in_effect(variant_name) as variant:
+        return _run_theorem(theorem, variant, expected, rlimit, tier, seed)
 
 
-def _run_theorem(theorem: Theorem, variant_name: str, expected: str, rlimit: int, tier: str, seed: int | None) -> Entry:
-    variant = get_variant(variant_name)
+def _run_theorem(theorem: Theorem, variant, expected: str, rlimit: int, tier: str, seed: int | None) -> Entry:
+    variant_name = variant.name
     started = time.perf_counter()
     refute_first = expected == REFUTED
     outcomes = [
@@ -300,7 +301,7 @@ def plan_runs(manifest: dict[str, Expectation], theorem: str | None, variant: st
         raise ManifestError(f"unknown theorem {theorem!r} (known: {', '.join(CATALOGUE)})")
     wanted = None if variant is None else variant.split(",")
     for name in wanted or ():
-        get_variant(name)
+        resolve(name)
     runs = []
     for name, expectation in manifest.items():
         if theorem is not None and name != theorem:

@@ -19,15 +19,16 @@ from proofs.cli import main
 ROOT = Path(__file__).resolve().parent.parent
 
 THEOREM = "prefill-state-slot"  # baseline, pr457, pr457-guarded and mutant:slot-off-by-one
+UNRELATED = "config-default-equivalence"  # reads config resolution only
 
 
 def _cached(result: dict) -> dict[str, bool]:
     return {e["variant"]: e["cached"] for e in result["entries"]}
 
 
-def _prove_in(tree: Path, cache: Path) -> dict:
+def _prove_in(tree: Path, cache: Path, theorem: str = THEOREM) -> dict:
     """`gridproof prove` run from a copy of the sources, as a user would after editing them."""
-    command = [sys.executable, "-m", "proofs.cli", "prove", "--theorem", THEOREM, "--cache", str(cache), "--json"]
+    command = [sys.executable, "-m", "proofs.cli", "prove", "--theorem", theorem, "--cache", str(cache), "--json"]
     done = subprocess.run(command, cwd=tree, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -39,22 +40,26 @@ def test_an_unchanged_rerun_decides_nothing_and_an_edited_function_only_what_rea
         shutil.copytree(ROOT / top, tree / top, ignore=shutil.ignore_patterns("__pycache__"))
     first = _prove_in(tree, cache)
     assert first["cache"]["reused"] == 0 and not any(_cached(first).values())
+    unrelated = _prove_in(tree, cache, UNRELATED)
     again = _prove_in(tree, cache)
     assert again["cache"]["reused"] == len(again["entries"]) == 4
     for old, new in zip(first["entries"], again["entries"], strict=True):
         assert {k: v for k, v in old.items() if k not in ("seconds", "cached")} == {
             k: v for k, v in new.items() if k not in ("seconds", "cached")
         }
-    # The same slot written another way, (c - 1) // R as (c + R - 1) // R - 1:
-    # every variant's query reads it but the mutant's, which has its own line.
+    # The slot a state is written to, cdiv(e, R) - 1, written as (e + R - 1) // R - 1:
+    # every query of the slot theorem reads it, none of the config theorem's does.
     source = tree / "models" / "prefill.py"
-    old_line = "    return arith.floordiv(computed - 1, cadence)\n"
+    old_line = "    return arith.cdiv(end, cadence) - 1\n"
     assert old_line in source.read_text()
-    source.write_text(source.read_text().replace(old_line, "    return arith.cdiv(computed, cadence) - 1\n"))
+    source.write_text(
+        source.read_text().replace(old_line, "    return arith.floordiv(end + cadence - 1, cadence) - 1\n")
+    )
     changed = _prove_in(tree, cache)
-    decided_again = {"baseline": False, "pr457": False, "pr457-guarded": False}
-    assert _cached(changed) == {**decided_again, "mutant:slot-off-by-one": True}
+    assert not any(_cached(changed).values())
     assert [e["verdict"] for e in changed["entries"]] == [e["verdict"] for e in first["entries"]]
+    untouched = _prove_in(tree, cache, UNRELATED)
+    assert untouched["cache"]["reused"] == len(untouched["entries"]) == len(unrelated["entries"])
 
 
 def test_reading_always_sees_a_function_replaced_in_the_process(tmp_path, monkeypatch):

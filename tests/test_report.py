@@ -129,9 +129,11 @@ def test_load_result_round_trip(tmp_path, mixed):
 @pytest.mark.parametrize(
     ("text", "says"),
     [
-        ("not json", "not JSON"),
+        ("not json", "not valid JSON at line 1, column 1: expecting value"),
+        ('{"format": "gridproof-result/1", "entries": [', "not valid JSON at line 1, column 46"),
         ("[]", "expected a JSON object"),
-        ('{"format": "other"}', "format is 'other'"),
+        ('{"format": "other"}', 'format is "other"'),
+        ("{}", "no format field"),
         ('{"format": "gridproof-result/1"}', "missing"),
     ],
 )
@@ -145,8 +147,27 @@ def test_a_bad_result_file_is_one_line(tmp_path, text, says):
 
 def test_an_entry_without_a_verdict_is_refused(mixed):
     del mixed["entries"][0]["verdict"]
-    with pytest.raises(ReportError, match=r"entries\[0\] lacks verdict"):
+    with pytest.raises(ReportError, match=r"entries\[0\]: missing verdict"):
         check_result(mixed)
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "says"),
+    [
+        (("entries", 0, "rlimit"), "many", "entries[0].rlimit: expected an integer, got 'many'"),
+        (("entries", 0, "hypotheses_used"), None, "entries[0].hypotheses_used: expected a list, got null"),
+        (("entries", 1, "counterexample"), [1], "entries[1].counterexample: expected an object, got a list"),
+        (("selection",), "ci", "selection: expected an object, got 'ci'"),
+    ],
+)
+def test_a_field_of_the_wrong_kind_is_named(mixed, path, value, says):
+    holder = mixed
+    for step in path[:-1]:
+        holder = holder[step]
+    holder[path[-1]] = value
+    with pytest.raises(ReportError) as error:
+        check_result(mixed, "old.json")
+    assert str(error.value) == f"old.json: {says}"
 
 
 # --- JUnit ------------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 VARIANTS_DRAWN = ("baseline", "pr457")
 MAX_LINES = 40  # boundaries drawn as full lines up to this count, as a comb of ticks beyond
 MAX_TICKS = 600  # beyond this a grid is too dense to draw at all, and the legend says so
+MAX_DRAWN = 10**15  # token positions a drawing's float axis still tells apart
 ROW_GAP = 1.6  # vertical distance between the variants' rows
 
 COLOURS = {
@@ -62,7 +63,11 @@ def _every(values: list[int]) -> int | None:
 
 
 def _grid(span: int, end: int) -> list[int]:
-    return list(range(span, end + 1, span)) if span > 0 else []
+    """The multiples of `span` up to `end`; past MAX_TICKS of them, only the first MAX_TICKS + 1 (too
+    dense to draw, which is all the callers ask of them)."""
+    if span <= 0:
+        return []
+    return list(range(span, min(end, span * (MAX_TICKS + 1)) + 1, span))
 
 
 def simulate_deployment(geometry_name: str) -> tuple[object, int, dict, dict]:
@@ -263,8 +268,8 @@ def counterexample_figure(values: dict, sizes: set[str]) -> str | None:
     ints = {k: v for k, v in values.items() if isinstance(v, int) and not isinstance(v, bool)}
     points = {k: ints[k] for k in POSITIONS if k in ints and ints[k] >= 0}
     grids = {k: v for k, v in ints.items() if k in sizes and v > 0}
-    if not points:
-        return None
+    if not points or max(abs(v) for v in ints.values()) > MAX_DRAWN:
+        return None  # nothing to place, or beyond what a float axis holds: the table says it all
     start = ints.get("computed", 0)
     asked = ints.get(REQUESTED)
     end = max([*points.values(), start + (asked or 0), *grids.values(), 1])

@@ -12,12 +12,77 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from models.errors import GridproofError
+from models.files import read_user_text
+from proofs.report.shape import Fields, ListOf, MapOf, Optional, ShapeError, check_shape
 
 FORMAT = "gridproof-result/1"
 DECIDED = ("PROVED", "REFUTED")
 VARIANT_ORDER = ("baseline", "pr457", "pr457-guarded")
-REQUIRED = ("format", "z3_version", "model_hash", "seconds", "rlimit", "entries", "failures")
-ENTRY_REQUIRED = ("theorem", "variant", "verdict", "expected", "rlimit", "seconds")
+# Every field a rendering reads, and the kind of value it must hold.
+_ENTRY = Fields(
+    {
+        "theorem": "str",
+        "variant": "str",
+        "verdict": "str",
+        "expected": "str",
+        "rlimit": "int",
+        "seconds": "number",
+    },
+    optional={
+        "hypotheses_used": ListOf("str"),
+        "hypotheses_unconfirmed": ListOf("str"),
+        "hypotheses": ListOf("str"),
+        "counterexample": Optional(MapOf("scalar")),
+        "reason": Optional("str"),
+        "ablations": MapOf("str"),
+        "reproduce": Optional("str"),
+        "reused_queries": "int",
+        "subject": "str",
+        "statement": "str",
+        "tier": "str",
+        "source": Optional("str"),
+        "ok": "bool",
+    },
+)
+_SEED_ROW = Fields(
+    {
+        "theorem": "str",
+        "variant": "str",
+        "verdicts": MapOf("str"),
+        "rlimit_min": "int",
+        "rlimit_max": "int",
+        "rlimit_cv": "number",
+    },
+    optional={"flipped": "bool"},
+)
+RESULT_SHAPE = Fields(
+    {
+        "format": "str",
+        "z3_version": "str",
+        "model_hash": "str",
+        "seconds": "number",
+        "rlimit": "int",
+        "entries": ListOf(_ENTRY),
+        "failures": "int",
+    },
+    optional={
+        "selection": Optional(
+            Fields(
+                {},
+                optional={
+                    "theorem": Optional("str"),
+                    "variant": Optional("str"),
+                    "tier": Optional("str"),
+                    "rlimit": Optional("int"),
+                    "seed": Optional("int"),
+                },
+            )
+        ),
+        "jobs": Optional("int"),
+        "against": Optional(Fields({}, optional={"path": "str", "changes": ListOf("str"), "notes": ListOf("str")})),
+        "brittleness": Optional(Fields({}, optional={"summary": "str", "entries": ListOf(_SEED_ROW)})),
+    },
+)
 
 
 class ReportError(GridproofError):
@@ -26,39 +91,44 @@ class ReportError(GridproofError):
 
 def load_result(path: str | Path) -> dict:
     path = Path(path)
+    text = read_user_text(path, "a result written by `gridproof prove --json`")
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise ReportError(f"{path}: cannot read: {error.strerror or error}") from None
-    try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as error:
-        raise ReportError(f"{path}: not JSON: {error.msg} at line {error.lineno}") from None
+        problem = error.msg.removesuffix(" starting at").lower()
+        raise ReportError(
+            f"{path}: not valid JSON at line {error.lineno}, column {error.colno}: {problem} (truncated?)"
+        ) from None
+    except _ConstantError as error:
+        raise ReportError(f"{path}: not usable JSON: {error}") from None
+    except ValueError:  # json converts integers with int(), which refuses more than 4300 digits
+        raise ReportError(f"{path}: not usable JSON: an integer with more than 4,300 digits") from None
+    except RecursionError:
+        raise ReportError(f"{path}: not usable JSON: arrays or objects nested too deep") from None
     check_result(data, str(path))
     return data
+
+
+class _ConstantError(ValueError):
+    pass
+
+
+def _no_constant(name: str):
+    raise _ConstantError(f"{name} is not a number a result holds")
 
 
 def check_result(data, where: str = "result") -> None:
     if not isinstance(data, dict):
         raise ReportError(f"{where}: expected a JSON object written by `gridproof prove --json`")
-    if data.get("format") != FORMAT:
-        raise ReportError(f"{where}: format is {data.get('format')!r}, expected {FORMAT!r} (gridproof prove --json)")
-    missing = [key for key in REQUIRED if key not in data]
-    if missing:
-        raise ReportError(f"{where}: missing {', '.join(missing)}")
-    if not isinstance(data["entries"], list):
-        raise ReportError(f"{where}: entries must be a list")
-    for i, entry in enumerate(data["entries"]):
-        if not isinstance(entry, dict):
-            raise ReportError(f"{where}: entries[{i}] is not an object")
-        absent = [key for key in ENTRY_REQUIRED if key not in entry]
-        if absent:
-            raise ReportError(f"{where}: entries[{i}] lacks {', '.join(absent)}")
-        for key in ("hypotheses_used", "hypotheses"):
-            if not isinstance(entry.get(key, []), list):
-                raise ReportError(f"{where}: entries[{i}].{key} must be a list")
-        if not isinstance(entry["rlimit"], int) or isinstance(entry["rlimit"], bool):
-            raise ReportError(f"{where}: entries[{i}].rlimit must be an integer")
+    if "format" not in data:
+        raise ReportError(f"{where}: no format field; expected {json.dumps(FORMAT)} (gridproof prove --json)")
+    if data["format"] != FORMAT:
+        shown = json.dumps(data["format"])[:40]
+        raise ReportError(f"{where}: format is {shown}, expected {json.dumps(FORMAT)} (gridproof prove --json)")
+    try:
+        check_shape(data, RESULT_SHAPE)
+    except ShapeError as error:
+        raise ReportError(f"{where}: {error}") from None
 
 
 def is_ok(entry: dict) -> bool:

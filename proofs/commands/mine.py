@@ -10,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from models.errors import GridproofError
 from models.geometry import load_geometry
+from proofs.commands.arguments import UsageError, budgets, non_negative_integer, positive_integer, variant_name
 from proofs.mining import LADDER_EXTRA, QUERY_RLIMIT, Miner, MiningError, class_label
 from proofs.playback import (
     DEFAULT_CORPUS,
@@ -29,14 +29,20 @@ from proofs.views import ViewError
 FORMATS = ("text", "json", "pytest")
 
 
-class MineUsageError(GridproofError):
-    """Bad input to `gridproof mine`: one line, exit status 2."""
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_parser(sub) -> None:
+    parser = sub.add_parser(
+        "mine", help="enumerate distinct, minimal counterexamples and write them as regression cases"
+    )
     parser.add_argument("theorem", help="a theorem of the catalogue, e.g. prefill-published-on-target-boundaries")
-    parser.add_argument("--variant", default="baseline", help="baseline, pr457, pr457-guarded or mutant:NAME")
-    parser.add_argument("--max", metavar="N", help="stop after N classes (default: every class the search reaches)")
+    parser.add_argument(
+        "--variant", default="baseline", type=variant_name, help="baseline, pr457, pr457-guarded or mutant:NAME"
+    )
+    parser.add_argument(
+        "--max",
+        metavar="N",
+        type=positive_integer,
+        help="stop after N classes (default: every class the search reaches)",
+    )
     parser.add_argument(
         "--view",
         metavar="EXPR",
@@ -45,11 +51,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "of the views; repeatable; default: the theorem's own views",
     )
     parser.add_argument("--out", metavar="DIR", help=f"where to write the cases (default: {_relative(DEFAULT_CORPUS)})")
-    parser.add_argument("--format", default="text", help="text (default), json, or pytest: what to print")
-    parser.add_argument("--rlimit", default=str(QUERY_RLIMIT), help=f"Z3 resource budget per query ({QUERY_RLIMIT})")
+    parser.add_argument("--format", default="text", choices=FORMATS, help="what to print (default text)")
+    parser.add_argument(
+        "--rlimit", default=QUERY_RLIMIT, type=positive_integer, help=f"Z3 resource budget per query ({QUERY_RLIMIT})"
+    )
     parser.add_argument(
         "--ladder",
-        default=str(LADDER_EXTRA),
+        default=LADDER_EXTRA,
+        type=non_negative_integer,
         help=f"how far the size ladder climbs: size vectors up to this much above all-ones ({LADDER_EXTRA})",
     )
     parser.add_argument(
@@ -58,7 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "deployment, request and budget",
     )
     parser.add_argument(
-        "--budget", help="with --geometry: tokens per step, comma-separated (default: the deployment's)"
+        "--budget", type=budgets, help="with --geometry: tokens per step, comma-separated (default: the deployment's)"
     )
     parser.add_argument(
         "--no-vllm",
@@ -66,6 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="do not replay baseline prefills through the real vLLM 0.33.0 now (loading it takes a while); "
         "tests/regressions replays every case there",
     )
+    parser.set_defaults(run=run)
 
 
 def _relative(path: Path) -> str:
@@ -73,19 +83,6 @@ def _relative(path: Path) -> str:
         return str(path.relative_to(Path.cwd()))
     except ValueError:
         return str(path)
-
-
-def _integer(name: str, text: str | None, minimum: int) -> int | None:
-    if text is None:
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise MineUsageError(f"{name}: expected an integer, got {text!r}") from None
-    if value < minimum:
-        kind = "positive" if minimum == 1 else "non-negative"
-        raise MineUsageError(f"{name}: must be a {kind} integer, got {value}")
-    return value
 
 
 class Progress:
@@ -121,25 +118,20 @@ def command_line(args: argparse.Namespace) -> str:
     if args.geometry:
         parts += ["--geometry", args.geometry]
         if args.budget:
-            parts += ["--budget", args.budget]
-    if args.rlimit != str(QUERY_RLIMIT):
-        parts += ["--rlimit", args.rlimit]
-    if args.ladder != str(LADDER_EXTRA):
-        parts += ["--ladder", args.ladder]
+            parts += ["--budget", ",".join(map(str, args.budget))]
+    if args.rlimit != QUERY_RLIMIT:
+        parts += ["--rlimit", str(args.rlimit)]
+    if args.ladder != LADDER_EXTRA:
+        parts += ["--ladder", str(args.ladder)]
     return " ".join(shlex.quote(p) for p in parts)
 
 
 def run(args: argparse.Namespace) -> int:
-    max_classes = _integer("--max", args.max, 1)
-    rlimit = _integer("--rlimit", args.rlimit, 1)
-    ladder = _integer("--ladder", args.ladder, 0)
-    if args.format not in FORMATS:
-        raise MineUsageError(f"--format: expected one of {', '.join(FORMATS)}, got {args.format!r}")
     if args.budget and not args.geometry:
-        raise MineUsageError("--budget: only with --geometry")
+        raise UsageError("--budget: only with --geometry")
     out = Path(args.out) if args.out else DEFAULT_CORPUS
     if out.exists() and not out.is_dir():
-        raise MineUsageError(f"--out: {out} exists and is not a directory")
+        raise UsageError(f"--out: {out} exists and is not a directory")
     command = command_line(args)
     if args.geometry:
         return _record_geometry(args, out, command)
@@ -149,13 +141,13 @@ def run(args: argparse.Namespace) -> int:
             args.theorem,
             args.variant,
             views=args.view,
-            max_classes=max_classes,
-            rlimit=rlimit,
-            ladder=ladder,
+            max_classes=args.max,
+            rlimit=args.rlimit,
+            ladder=args.ladder,
             progress=progress,
         )
     except (MiningError, ViewError) as error:
-        raise MineUsageError(str(error)) from None
+        raise UsageError(str(error)) from None
     result = miner.run()
     errors = [f"{p.obligation}: {p.message}: {json.dumps(p.inputs)}" for p in result.problems]
     documents, written, vllm = [], [], []
@@ -205,15 +197,15 @@ def _replay_in_vllm(doc: dict, skip: bool, progress) -> str:
 def _record_geometry(args: argparse.Namespace, out: Path, command: str) -> int:
     geometry = load_geometry(args.geometry)
     if args.view:
-        raise MineUsageError("--view: not with --geometry (a geometry is one case)")
-    budgets = _budget_list(args.budget) if args.budget else [geometry.deployment.max_num_scheduled_tokens]
+        raise UsageError("--view: not with --geometry (a geometry is one case)")
+    steps = args.budget or [geometry.deployment.max_num_scheduled_tokens]
     try:
-        doc = geometry_case(args.theorem, args.variant, geometry, budgets, command)
+        doc = geometry_case(args.theorem, args.variant, geometry, steps, command)
     except PlaybackError as error:
         print(f"gridproof: error: {error}", file=sys.stderr)
         return 1
     except KeyError:
-        raise MineUsageError(f"unknown theorem {args.theorem!r}") from None
+        raise UsageError(f"unknown theorem {args.theorem!r}") from None
     status = _replay_in_vllm(doc, args.no_vllm, lambda _message: None)
     if status.startswith("error: "):
         print(f"gridproof: error: {status.removeprefix('error: ')}", file=sys.stderr)
@@ -237,16 +229,6 @@ def _record_geometry(args: argparse.Namespace, out: Path, command: str) -> int:
             print(f"    real vLLM 0.33.0 split: {status}")
         print(f"    {_written(written)}")
     return 0
-
-
-def _budget_list(text: str) -> list[int]:
-    try:
-        values = [int(part) for part in text.split(",")]
-    except ValueError:
-        raise MineUsageError(f"--budget: expected an integer or a comma-separated list, got {text!r}") from None
-    if any(v <= 0 for v in values):
-        raise MineUsageError(f"--budget: every budget must be a positive integer, got {text!r}")
-    return values
 
 
 def _json(result, documents, written, errors) -> dict:

@@ -1,0 +1,93 @@
+"""What every subcommand's command line shares: a parser whose errors are one
+line and exit status 2, and the `type=` converters for its values.
+
+A converter raises `argparse.ArgumentTypeError` with the problem in plain
+words; argparse prefixes the flag (`--budget: ...`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from models.errors import GridproofError
+from proofs.mutation.handwritten import resolve
+
+
+class UsageError(GridproofError):
+    """Bad input from the command line: one line, exit status 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, except that a bad command line raises UsageError (one line,
+    exit 2, printed by `proofs.cli.main`) instead of printing the usage."""
+
+    def error(self, message: str):
+        raise UsageError(message.removeprefix("argument "))
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {_shown(text)}") from None
+
+
+def positive_integer(text: str) -> int:
+    value = _integer(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def non_negative_integer(text: str) -> int:
+    value = _integer(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
+    return value
+
+
+def budgets(text: str) -> list[int]:
+    """Tokens per step: one positive integer, or a comma-separated list of them."""
+    parts = text.split(",")
+    for position, part in enumerate(parts, 1):
+        where = f" (budget {position} of {len(parts)} in {text!r})" if len(parts) > 1 else f" in {text!r}"
+        try:
+            value = int(part)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected an integer or a comma-separated list; {_shown(part)} is not an integer{where}"
+            ) from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"every budget must be a positive integer; got {value}{where}")
+    return [int(part) for part in parts]
+
+
+def percentage(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a percentage such as 50, got {_shown(text)}") from None
+    if not (value >= 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a non-negative number, got {text!r}")
+    return value
+
+
+def variant_name(text: str) -> str:
+    """An engine variant (models/variants.py) or a hand-written mutant:NAME
+    (proofs/mutation/handwritten.py)."""
+    try:
+        return resolve(text).name
+    except GridproofError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def variant_names(text: str) -> str:
+    """One or more variant names, comma-separated; checked, and passed on as given."""
+    for name in text.split(","):
+        variant_name(name)
+    return text
+
+
+def _shown(text: str) -> str:
+    return repr(text) if len(text) <= 40 else f"{text[:37]!r}... ({len(text)} characters)"

@@ -1,0 +1,106 @@
+"""`gridproof prove`: decide the theorem catalogue, compare with the manifest,
+and optionally write the evidence (report files, a diff against an earlier
+result, reruns under other seeds)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from proofs.commands.arguments import non_negative_integer, percentage, positive_integer, variant_names
+from proofs.solver import DEFAULT_RLIMIT
+
+
+def add_parser(sub) -> None:
+    parser = sub.add_parser("prove", help="decide the theorem catalogue and compare with the manifest")
+    parser.add_argument(
+        "--variant",
+        type=variant_names,
+        help="only this variant or mutant:NAME; several, comma-separated, are decided in manifest order",
+    )
+    parser.add_argument("--theorem", help="only this theorem (any tier)")
+    parser.add_argument(
+        "--tier", default="ci", choices=("ci", "slow", "all"), help="ci (default: the catalogue CI runs), slow, or all"
+    )
+    parser.add_argument(
+        "--rlimit",
+        type=positive_integer,
+        help=f"Z3 resource budget per obligation, for every theorem (default: the manifest's, else {DEFAULT_RLIMIT})",
+    )
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument(
+        "--jobs", type=positive_integer, help="obligations decided at once, one process each (default: one per core)"
+    )
+    parser.add_argument("--seed", type=non_negative_integer, help="Z3 random seed for every query (default: Z3's own)")
+    parser.add_argument(
+        "--report-dir",
+        metavar="DIR",
+        type=Path,
+        help="also write result.json, summary.md, report.md, report.html, junit.xml, results.sarif "
+        "and smt2/ (one file per obligation) to DIR",
+    )
+    parser.add_argument(
+        "--against",
+        metavar="OLD.json",
+        type=Path,
+        help="compare with a previous `gridproof prove --json` result: exit 1 on a verdict change, a new "
+        "UNKNOWN, a changed expectation, a proof needing an extra hypothesis, or rlimit growth",
+    )
+    parser.add_argument(
+        "--rlimit-growth",
+        metavar="PERCENT",
+        type=percentage,
+        default=50.0,
+        help="with --against: rlimit growth per obligation that counts as a regression (default 50)",
+    )
+    parser.add_argument(
+        "--seeds",
+        metavar="K",
+        type=positive_integer,
+        default=0,
+        help="rerun every obligation under Z3 seeds 1..K: report verdict flips (exit 1) and the rlimit spread",
+    )
+    parser.add_argument(
+        "--confirm",
+        choices=["cvc5"],
+        help="pose every exported query to a second solver and report, per entry, whether it agrees "
+        "(exit 1 on a disagreement; unknown within its budget is reported, not a failure)",
+    )
+    cache = parser.add_mutually_exclusive_group()
+    cache.add_argument(
+        "--cache",
+        metavar="DIR",
+        type=Path,
+        help="reuse an entry decided before when its queries' text, the z3 version and the solver's parameters "
+        "are identical, and store new ones (default: $XDG_CACHE_HOME/gridproof or ~/.cache/gridproof)",
+    )
+    cache.add_argument("--no-cache", action="store_true", help="decide every entry, and store none")
+    parser.set_defaults(run=run)
+
+
+def cache_directory(args: argparse.Namespace) -> Path | None:
+    from proofs.cache import default_directory
+
+    if args.no_cache:
+        return None
+    return args.cache if args.cache else default_directory()
+
+
+def run(args: argparse.Namespace) -> int:
+    from proofs.report.evidence import prove_with_evidence
+
+    return prove_with_evidence(
+        theorem=args.theorem,
+        variant=args.variant,
+        tier=args.tier,
+        rlimit=args.rlimit,
+        as_json=args.json,
+        seed=args.seed,
+        jobs=args.jobs,
+        report_dir=args.report_dir,
+        against=args.against,
+        rlimit_growth=args.rlimit_growth,
+        seeds=args.seeds,
+        confirm_with=args.confirm,
+        cache=cache_directory(args),
+    )

@@ -1,0 +1,32 @@
+"""`gridproof report`: a saved result (`gridproof prove --json`) in another format."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from proofs.commands.arguments import UsageError
+from proofs.report import FORMATS
+
+
+def add_parser(sub) -> None:
+    parser = sub.add_parser("report", help="render a saved result (gridproof prove --json) in another format")
+    parser.add_argument("result", metavar="RESULT.json", help="a result written by `gridproof prove --json`")
+    parser.add_argument("--format", default="md", choices=FORMATS, help="the rendering (default md)")
+    parser.add_argument("--out", metavar="FILE", help="write to FILE instead of standard output")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from proofs.report import load_result, render
+
+    text = render(load_result(args.result), args.format)
+    if args.out is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        Path(args.out).write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"--out: cannot write {args.out}: {error.strerror}") from None
+    return 0
