@@ -80,7 +80,7 @@ def _one_line_error(message: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from proofs.cli import UsageError
+    from proofs.commands.arguments import UsageError
 
     modules = tuple(args.module or DEFAULT_MODULES)
     mutants = generate(modules, tuple(args.operator or OPERATORS))
