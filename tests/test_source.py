@@ -126,3 +126,19 @@ def test_an_earlier_release_reads_from_its_wheel(version):
     assert source.version() == version
     verdict = equivalence(SUBJECTS["checkpoint_position"], ShippedFunctions(Loader(source)))
     assert verdict.verdict in (PROVED, REFUTED)
+
+
+def test_a_split_theorem_notices_a_broken_shipped_split(tmp_path):
+    """split-bounds on the shipped split: a split that schedules a token when
+    none was requested is refuted, and the counterexample replays through it."""
+    from proofs.source import theorems
+
+    source = _tree(tmp_path)
+    scheduler = tmp_path / "vllm" / "v1" / "core" / "sched" / "scheduler.py"
+    scheduler.parent.mkdir(parents=True)
+    text = Path(INSTALLED.filename("vllm.v1.core.sched.scheduler")).read_text()
+    assert text.count("return max(end - start, 0)") == 1
+    scheduler.write_text(text.replace("return max(end - start, 0)", "return max(end - start, 1)"))
+    verdict = theorems.prove("split-bounds", ShippedFunctions(Loader(source)))
+    assert verdict.verdict == REFUTED
+    assert verdict.counterexample["requested"] == 0

@@ -3,8 +3,12 @@ input and flag free: no-op outside the prefill, bounds, progress and landing on 
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+
 from models import arith
 from models.scheduler import (
+    ChunkEnd,
     checkpoint_position,
     chunk_end,
     last_cacheable_position,
@@ -27,10 +31,34 @@ from proofs.solver import Claim
 
 VARS = SPLIT_PARAM_VARS + SPLIT_CALL_VARS
 
+# The split the theorems read: the model's, unless a caller puts another
+# reading of the same function in its place (proofs/source: vLLM's shipped
+# code). Under another reading a chunk's end is start + the split's result;
+# the model's intermediate stops are not read.
+_split_reading: contextvars.ContextVar = contextvars.ContextVar("gridproof_split_reading", default=None)
+
+
+@contextlib.contextmanager
+def reading_split(function):
+    """Within the block, the theorems read `function(p, call)` as the split."""
+    token = _split_reading.set(function)
+    try:
+        yield
+    finally:
+        _split_reading.reset(token)
+
 
 def _one_call(variant, x):
     p, call = split_params(x), split_call(x)
-    return p, call, split(variant, p, call)
+    reading = _split_reading.get()
+    return p, call, split(variant, p, call) if reading is None else reading(p, call)
+
+
+def _chunk_end(variant, p, call, r):
+    """The chunk's end as the split read builds it."""
+    if _split_reading.get() is None:
+        return chunk_end(variant, p, call)
+    return ChunkEnd(ends=(call.start + r,))
 
 
 def _in_prefill(call):
@@ -103,7 +131,7 @@ def grid_landing(variant, x):
     chunk_end builds it, a branch per stop, which the division reads branch
     by branch; its first conjunct ties that end to the split's result."""
     p, call, r = _one_call(variant, x)
-    chosen = chunk_end(variant, p, call)
+    chosen = _chunk_end(variant, p, call, r)
     start, block, end = call.start, p.block, chosen.end
     lcp = last_cacheable_position(variant, p, call.tokens)
     tail = checkpoint_position(call.prompt, p.hash_block, p.eagle_drop, p.lookahead)
@@ -136,7 +164,6 @@ def _no_jump_setting(variant, x):
     name one, k), the hypotheses, and the two lemmas' goals, by name: read
     once, by each lemma and by the theorem that uses them."""
     p, call, r = _one_call(variant, x)
-    first_stop_end = chunk_end(variant, p, call).ends[0]
     hypotheses = {
         **scheduler_domain(x),
         "in prefill": _in_prefill(call),
@@ -147,6 +174,10 @@ def _no_jump_setting(variant, x):
     if "k" in x:
         point = arith.multiple(x["k"], p.block)
         hypotheses["a multiple of the cadence"] = x["k"] >= 1
+    if _split_reading.get() is not None:
+        return call.start, call.start + r, point, hypotheses, lemmas  # the lemmas read the model's stops
+    first_stop_end = chunk_end(variant, p, call).ends[0]
+    if point is not None:
         lemmas["first stop passes no multiple"] = arith.negate(_passes(call.start, first_stop_end, point))
     lemmas["later stops only lower the end"] = call.start + r <= first_stop_end
     return call.start, call.start + r, point, hypotheses, lemmas

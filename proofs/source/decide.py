@@ -67,10 +67,6 @@ def _decide(subject: Subject, left, right, rlimit: int) -> Verdict:
         for i, path in enumerate(returned):
             answer = _check_path(context, x, subject, path, shipped.value, other, domain, rlimit)
             if answer is None:
-                # Undecided with its merged expressions: decide the paths of
-                # the same code forking on them, under this path's condition.
-                answer = _check_forked(context, x, subject, left, path, other, domain, rlimit)
-            if answer is None:
                 undecided.append(i)
                 continue
             if answer is z3.unsat:
@@ -109,20 +105,6 @@ def _check_path(context, x, subject, path, value, other, domain, rlimit):
     return _check(_attempts(context), [*domain, path.formula], goal, _flags(x, subject), rlimit)
 
 
-def _check_forked(context, x, subject, left, path, other, domain, rlimit):
-    """unsat when every path of the unmerged code under `path` agrees, a
-    model of one that does not, or None."""
-    forked = left.unmerged()
-    with reading.capture() as built, exploring_under([*domain, path.formula]):
-        subject.shipped(forked, x)
-    sub = built[0]
-    for inner in sub.exploration.returned:
-        answer = _check_path(context, x, subject, inner, sub.value, other, [*domain, path.formula], rlimit)
-        if answer is not z3.unsat:
-            return answer
-    return z3.unsat
-
-
 def _flags(x: dict, subject: Subject) -> list:
     return [x[v.name] for v in subject.variables if v.kind is Kind.BOOL]
 
@@ -136,10 +118,10 @@ def _solver(definitions, rlimit: int) -> z3.Solver:
     return solver
 
 
-def _check(attempts, facts, goal, flags, rlimit):
+def _check(attempts, facts, goal, flags, rlimit, case_split=False):
     """unsat, a model, or None (undecided). Each set of definitions in turn;
-    then, with the richer set, case by case over the Bool inputs the path
-    leaves free (a fixed flag erases the merged branches it guards)."""
+    then, if `case_split`, with the richer set, case by case over the Bool
+    inputs (a fixed flag erases the merged branches it guards)."""
     for definitions in attempts:
         solver = _solver(definitions, rlimit)
         answer = solver.check(*facts, goal)
@@ -147,6 +129,8 @@ def _check(attempts, facts, goal, flags, rlimit):
             return solver.model()
         if answer == z3.unsat:
             return z3.unsat
+    if not case_split:
+        return None
     solver = _solver(attempts[-1], rlimit)
     for values in itertools.product((False, True), repeat=len(flags)):
         case = [f if value else z3.Not(f) for f, value in zip(flags, values, strict=True)]

@@ -28,12 +28,6 @@ class ShippedFunctions:
         self.loader = loader
         self._loaded: dict[str, LoadedFunction] = {}
 
-    def unmerged(self) -> ShippedFunctions:
-        """The same functions, forking on every condition (no merging)."""
-        if not hasattr(self, "_unmerged"):
-            self._unmerged = ShippedFunctions(Loader(self.loader.source, self.loader.stand_ins, merge=False))
-        return self._unmerged
-
     def loaded(self, name: str) -> LoadedFunction:
         if name not in self._loaded:
             module, qualname = TARGETS[name]

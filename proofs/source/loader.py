@@ -125,9 +125,8 @@ class Loader:
     name ("vllm.x.y.Name", "math.lcm", or ".logger" for a module global of any
     module) to the value the namespace binds it to."""
 
-    def __init__(self, source: VllmSource, stand_ins: dict[str, object] | None = None, merge: bool = True) -> None:
+    def __init__(self, source: VllmSource, stand_ins: dict[str, object] | None = None) -> None:
         self.source = source
-        self.merge = merge  # rewrite pure expressions to merge (proofs/source/merge.py), or fork on them
         self.stand_ins = dict(stand_ins or {})
         self._modules: dict[str, _Module] = {}
         self._functions: dict[tuple[str, str], LoadedFunction] = {}
@@ -163,7 +162,7 @@ class Loader:
         self.files.add(file)
         loaded = LoadedFunction(qualname, module, None, file, node.lineno)
         self._functions[key] = loaded
-        node = merge.rewrite(_plain(node, qualname)) if self.merge else _plain(node, qualname)
+        node = merge.rewrite(_plain(node, qualname))
         namespace = {"__builtins__": self._builtins, "__name__": module, "__merge__": merge}
         for name, line in _global_reads(m.table, qualname, node):
             value = self._resolve(m, name, line, loaded)

@@ -9,6 +9,7 @@ import time
 
 from proofs.solver import PROVED, REFUTED
 from proofs.source import crashes
+from proofs.source import theorems as split_theorems
 from proofs.source.decide import equivalence
 from proofs.source.equivalence import SUBJECTS
 from proofs.source.functions import TARGETS, ShippedFunctions
@@ -33,8 +34,9 @@ def _raises(subject, functions):
     return replay
 
 
-def check(source: VllmSource, names=FUNCTIONS, progress=True) -> dict:
-    """Each function of `source` against the model."""
+def check(source: VllmSource, names=FUNCTIONS, progress=True, theorems=True) -> dict:
+    """Each function of `source` against the model; with `theorems`, the
+    split theorems of the catalogue on the shipped split."""
     functions = ShippedFunctions(Loader(source))
     started = time.perf_counter()
     result = {"source": source.label, "version": source.version(), "functions": {}}
@@ -70,11 +72,18 @@ def check(source: VllmSource, names=FUNCTIONS, progress=True) -> dict:
                 }
                 for s in sites
             ]
+    if theorems and "split" in names and result["functions"]["split"]["verdict"] != "ABSENT":
+        result["theorems"] = {}
+        for name in split_theorems.THEOREMS:
+            if progress:
+                print(f"source: theorem {name} ...", file=sys.stderr, flush=True)
+            verdict = split_theorems.prove(name, functions)
+            result["theorems"][name] = _verdict(verdict)
     result["seconds"] = round(time.perf_counter() - started, 2)
     result["ok"] = all(
         e["verdict"] == PROVED and all(s["verdict"] == PROVED for s in e.get("crash_sites", []))
         for e in result["functions"].values()
-    )
+    ) and all(t["verdict"] == PROVED for t in result.get("theorems", {}).values())
     return result
 
 
@@ -119,6 +128,7 @@ def _verdict(v) -> dict:
         entry["reason"] = v.reason
     if v.counterexample is not None:
         entry["counterexample"] = v.counterexample
+    if v.values is not None:
         entry["values"] = {"first": _plain(v.values[0]), "second": _plain(v.values[1])}
     return entry
 
@@ -149,5 +159,14 @@ def render_text(result: dict) -> str:
                 )
             else:
                 lines.append(f"      {s['kind']} {where}: {s['verdict']} {s['counterexample'] or ''}")
+    if "theorems" in result:
+        lines.append("  the split theorems on the shipped split:")
+        for name, t in result["theorems"].items():
+            line = f"    {name:<38} {t['verdict']:<8} {t.get('paths', 0)} paths, {t['seconds']} s"
+            if "reason" in t:
+                line += f"  ({t['reason']})"
+            if "counterexample" in t:
+                line += f"  counterexample {t['counterexample']}"
+            lines.append(line)
     lines.append(f"{'all PROVED' if result['ok'] else 'NOT all proved'} in {result['seconds']} s")
     return "\n".join(lines)
