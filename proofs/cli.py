@@ -10,6 +10,7 @@ import sys
 from models.errors import GridproofError
 from models.geometry import load_geometry
 from models.variants import get_variant
+from proofs.commands import check
 from proofs.solver import DEFAULT_RLIMIT
 
 
@@ -86,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     prove.set_defaults(run=cmd_prove)
     add_report_parser(sub)
     add_mine_parser(sub)
+    check.add_parser(sub)
     return parser
 
 

@@ -1,0 +1,199 @@
+"""`gridproof check`: is this deployment's prefix cache right? Asked in
+vLLM's own `vllm serve` flags, answered with the group grids, where
+checkpoints are published, the hit law proved for every prompt length, and
+an exit status: 0 aligned, 1 not aligned, 2 bad input."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from models.deploy import ServeFlags, geometry_toml, resolve_deployment
+from models.errors import GridproofError
+from models.hf_config import SSM_CACHE_DTYPES, builtin_model_names, load_model
+from models.variants import get_variant
+
+SWEEPABLE = {
+    "mamba-block-size": "mamba_block_size",
+    "block-size": "block_size",
+    "max-num-scheduled-tokens": "max_num_scheduled_tokens",
+    "max-num-batched-tokens": "max_num_batched_tokens",
+    "long-prefill-token-threshold": "long_prefill_token_threshold",
+    "tensor-parallel-size": "tensor_parallel_size",
+    "decode-context-parallel-size": "decode_context_parallel_size",
+}
+MAX_SWEEP_ROWS = 64
+
+
+class CheckUsageError(GridproofError):
+    """Bad input to `gridproof check`: one line, exit status 2."""
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
+    return value
+
+
+def _json_object(text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"not valid JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
+    return value
+
+
+def _variant(text: str):
+    try:
+        return get_variant(text)
+    except GridproofError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _sweep(text: str) -> tuple[str, list[int]]:
+    """FLAG=a..b[:step] or FLAG=a,b,c."""
+    flag, _, values = text.partition("=")
+    flag = flag.removeprefix("--").replace("_", "-")
+    if flag not in SWEEPABLE or not values:
+        raise argparse.ArgumentTypeError(f"expected FLAG=a..b or FLAG=a,b,c with FLAG one of {', '.join(SWEEPABLE)}")
+    try:
+        if ".." in values:
+            bounds, _, step = values.partition(":")
+            low, high = (int(v) for v in bounds.split(".."))
+            numbers = list(range(low, high + 1, int(step) if step else 1))
+        else:
+            numbers = [int(v) for v in values.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected integers in {text!r}") from None
+    if not numbers or any(v < 0 for v in numbers):
+        raise argparse.ArgumentTypeError(f"expected a non-empty range of non-negative integers, got {values!r}")
+    if len(numbers) > MAX_SWEEP_ROWS:
+        raise argparse.ArgumentTypeError(f"{len(numbers)} values: at most {MAX_SWEEP_ROWS} (give a step: a..b:STEP)")
+    return SWEEPABLE[flag], numbers
+
+
+def add_parser(sub) -> None:
+    parser = sub.add_parser(
+        "check",
+        help="check a deployment given in vLLM's own flags: grids, published checkpoints, the proved hit law",
+        allow_abbrev=False,
+        description="Answer, for one vLLM deployment, where recurrent checkpoints land and what a later request "
+        "restores. Exit 0: aligned; 1: not aligned (with why); 2: bad input.",
+    )
+    parser.add_argument(
+        "--model",
+        default="kimi-k3",
+        help=f"a Hugging Face config.json, or a built-in model: {', '.join(builtin_model_names())} (default kimi-k3)",
+    )
+    vllm = parser.add_argument_group("vLLM flags (vllm serve's names and spellings)")
+    vllm.add_argument("--tensor-parallel-size", "-tp", type=_positive, default=1)
+    vllm.add_argument("--decode-context-parallel-size", "-dcp", type=_positive, default=1)
+    vllm.add_argument("--block-size", type=_positive)
+    vllm.add_argument("--mamba-block-size", type=_positive)
+    vllm.add_argument("--mamba-cache-mode", choices=("align", "none"))
+    vllm.add_argument("--max-num-batched-tokens", type=_positive)
+    vllm.add_argument("--max-num-scheduled-tokens", type=_positive)
+    vllm.add_argument("--long-prefill-token-threshold", type=_non_negative, default=0)
+    vllm.add_argument("--max-model-len", type=_positive)
+    vllm.add_argument("--speculative-config", type=_json_object, metavar="JSON")
+    vllm.add_argument("--kv-transfer-config", type=_json_object, metavar="JSON")
+    vllm.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction, default=True)
+    vllm.add_argument("--mamba-ssm-cache-dtype", choices=SSM_CACHE_DTYPES, default="auto")
+    parser.add_argument(
+        "--variant", type=_variant, default="baseline", help="baseline (vLLM 0.33.0, default), pr457, pr457-guarded"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--emit-geometry", metavar="FILE", help="also write the resolved geometry TOML (for simulate)")
+    parser.add_argument("--sweep", type=_sweep, metavar="FLAG=a..b", help="tabulate one flag's values (no proofs)")
+    _one_line_errors(parser)
+    parser.set_defaults(run=run)
+
+
+def _one_line_errors(parser: argparse.ArgumentParser) -> None:
+    """vLLM spellings (`--max_model_len` for `--max-model-len`), every unknown
+    flag refused, and every parse error one line with exit status 2."""
+    known = parser.parse_known_args
+
+    def parse_known_args(args=None, namespace=None):
+        args = [_dashes(a) for a in (sys.argv[1:] if args is None else args)]
+        namespace, extras = known(args, namespace)
+        if extras:
+            parser.error(f"unknown flag{'s' if len(extras) > 1 else ''}: {' '.join(extras)}")
+        return namespace, extras
+
+    def error(message: str):
+        print(f"gridproof check: error: {message}", file=sys.stderr)
+        sys.exit(2)
+
+    parser.parse_known_args = parse_known_args
+    parser.error = error
+
+
+def _dashes(argument: str) -> str:
+    if argument.startswith("--") and "_" in argument:
+        name, equals, value = argument.partition("=")
+        return name.replace("_", "-") + equals + value
+    return argument
+
+
+def flags_from(args: argparse.Namespace) -> ServeFlags:
+    return ServeFlags(
+        tensor_parallel_size=args.tensor_parallel_size,
+        decode_context_parallel_size=args.decode_context_parallel_size,
+        block_size=args.block_size,
+        mamba_block_size=args.mamba_block_size,
+        mamba_cache_mode=args.mamba_cache_mode,
+        max_num_batched_tokens=args.max_num_batched_tokens,
+        max_num_scheduled_tokens=args.max_num_scheduled_tokens,
+        long_prefill_token_threshold=args.long_prefill_token_threshold,
+        max_model_len=args.max_model_len,
+        speculative_config=args.speculative_config,
+        kv_transfer_config=args.kv_transfer_config,
+        enable_prefix_caching=args.enable_prefix_caching,
+        mamba_ssm_cache_dtype=args.mamba_ssm_cache_dtype,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from proofs.check_report import render_json, render_sweep, render_text, sweep
+    from proofs.deployment_check import analyse
+
+    variant = args.variant if not isinstance(args.variant, str) else get_variant(args.variant)
+    model = load_model(args.model)
+    flags = flags_from(args)
+    if args.sweep:
+        field, values = args.sweep
+        rows = sweep(model, flags, variant, field, values)
+        print(json.dumps(rows, indent=2) if args.json else render_sweep(field, rows))
+        return 0 if all(r.get("ok") for r in rows) else 1
+    deployment = resolve_deployment(model, flags, variant)
+    if not flags.enable_prefix_caching or flags.mamba_cache_mode == "none":
+        message = "prefix caching of the recurrent state is off (mamba cache mode none): nothing is ever restored"
+        print(json.dumps({"ok": False, "why": [message]}) if args.json else f"NOT ALIGNED: {message}")
+        return 1
+    if args.emit_geometry:
+        try:
+            Path(args.emit_geometry).write_text(geometry_toml(deployment.geometry), encoding="utf-8")
+        except OSError as error:
+            raise CheckUsageError(f"--emit-geometry: cannot write {args.emit_geometry}: {error.strerror}") from None
+    result = analyse(deployment, variant)
+    print(json.dumps(render_json(result), indent=2) if args.json else render_text(result))
+    return 0 if result["ok"] else 1
