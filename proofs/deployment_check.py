@@ -139,7 +139,9 @@ def recommendations(deployment: ResolvedDeployment, p: Plan, count: int = 4) -> 
         from models.deploy import resolve_deployment
 
         candidate = plan(PR457_GUARDED, resolve_deployment(deployment.model, flags, PR457_GUARDED).geometry)
-        window = range(5 * value, 7 * value + 2 * unit)
+        # L - lcp(L) peaks just below a grid point of the cadence or a span.
+        grid = sorted({value, unit, *candidate.geometry.eagle_spans()})
+        window = {n + delta for g in grid for n in range(5 * value, 7 * value + 2 * g, g) for delta in (-1, 0, 1)}
         worst = max(n - last_cacheable_position(candidate.variant, candidate.split, n) for n in window)
         max_len = deployment.max_model_len or PER_TOKENS
         rows.append(

@@ -37,12 +37,12 @@ from models.plan import Plan
 from models.prefill import prefill_step, publishes
 from models.reuse import gpu_restorable
 from models.scheduler import last_cacheable_position, prefill_end
-from proofs.solver import PROVED, Kind, Outcome, Var, decide, fresh_context
+from proofs.solver import PROVED, Claim, Kind, Outcome, Var, decide, fresh_context
 
 FAR = 10**12  # a prompt length beyond every stop of the free run
 MAX_FREE_RUN_STEPS = 10_000
 MAX_CLASSES = 256
-RLIMIT = 5_000_000
+RLIMIT = 30_000_000
 
 
 @dataclass(frozen=True)
@@ -189,65 +189,142 @@ def _classes(plan: Plan, run: FreeRun) -> tuple[int, list[tuple[int, bool]]]:
     return period, classes
 
 
-def obligation(plan: Plan, run: FreeRun, law, tail: int, backoffs: int, residue=None):
+@dataclass(frozen=True)
+class Unrolling:
+    """How far the obligation looks: `tail` steps after the exit, `backoffs`
+    candidates per residue class of the free run, and the window below L
+    where the exit lies (`window` tokens, `window_points` free-run points)."""
+
+    tail: int
+    backoffs: int
+    window: int
+
+    def window_points(self, run: FreeRun) -> list[int]:
+        periods = -(-self.window // run.period) + 2
+        return sorted(b + k * run.period for k in range(periods) for b in run.points)
+
+
+def stays(plan: Plan, point, following, tokens):
+    """The step from free-run point `point` ends at the next one, still in prefill."""
+    return arith.all_of(step_end(plan, point, tokens).end == following, following < prefill_end(tokens, tokens))
+
+
+def restored_from(plan: Plan, run: FreeRun, unrolling: Unrolling, exit_point, tokens, m=0):
+    """(restored, finished, complete) for a prompt of `tokens` that leaves
+    the free run at `exit_point`: the largest restorable published end over
+    the free run up to it and the `tail` steps after it; whether those steps
+    finish the prefill; and whether no earlier point of a class (the m-th)
+    could beat the candidates taken."""
     period, classes = _classes(plan, run)
+    best, computed = 0, exit_point
+    for _ in range(unrolling.tail):
+        step = step_end(plan, computed, tokens)
+        published_here = arith.all_of(step.published, restorable(plan, step.end, tokens))
+        best = arith.maximum(best, arith.ite(published_here, step.end, 0))
+        computed = step.end
+    finished = computed >= prefill_end(tokens, tokens)
+    complete = True
+    for base, can_restore in classes:
+        member = base + m * period
+        if not can_restore:
+            never = arith.implies(
+                arith.all_of(m >= 0, member <= exit_point), arith.negate(restorable(plan, member, tokens))
+            )
+            complete = arith.all_of(complete, never)
+            continue
+        last = arith.floordiv(exit_point - base, period)
+        any_found = False
+        for back in range(unrolling.backoffs):
+            index = last - back
+            point = base + index * period
+            found = arith.all_of(index >= 0, restorable(plan, point, tokens))
+            best = arith.maximum(best, arith.ite(found, point, 0))
+            any_found = arith.any_of(any_found, found)
+        earlier = arith.all_of(m >= 0, m <= last - unrolling.backoffs, restorable(plan, member, tokens))
+        complete = arith.all_of(complete, arith.implies(earlier, any_found))
+    return best, finished, complete
+
+
+def window_start(run: FreeRun, unrolling: Unrolling, tokens):
+    return arith.round_down(arith.maximum(0, tokens - unrolling.window), run.period)
+
+
+def law_at_exit(plan: Plan, run: FreeRun, unrolling: Unrolling):
+    """The general form: find the exit among the free-run points of the
+    window below L (the first whose step leaves the run), then restore as
+    `restored_from` does."""
+
+    def law(tokens):
+        return restored_from(plan, run, unrolling, exit_in_window(plan, run, unrolling, tokens), tokens)[0]
+
+    return law
+
+
+def exit_in_window(plan: Plan, run: FreeRun, unrolling: Unrolling, tokens):
+    """The first free-run point of the window below L whose step leaves the run."""
+    offsets = unrolling.window_points(run)
+    start = window_start(run, unrolling, tokens)
+    points = [start + o for o in offsets]
+    following = [start + o for o in offsets[1:]] + [start + offsets[-1] + run.period]
+    exit_point = points[-1]
+    for point, nxt in reversed(list(zip(points, following, strict=True))):
+        exit_point = arith.ite(arith.negate(stays(plan, point, nxt, tokens)), point, exit_point)
+    return exit_point
+
+
+def _exit_hypotheses(plan: Plan, run: FreeRun, j, t, tokens):
     p = len(run.points)
+    c = run.point(j, t)
+    previous = arith.ite(j == 0, run.point(p - 1, t - 1), run.point(j - 1, t))
+    return c, {
+        "a prompt of L >= 1 tokens": tokens >= 1,
+        "a point of the free run": arith.all_of(j >= 0, j <= p - 1, t >= 0),
+        "the prefill leaves the free run here": arith.negate(stays(plan, c, run.next_point(j, t), tokens)),
+        "and not at the point before": arith.any_of(arith.all_of(j == 0, t == 0), stays(plan, previous, c, tokens)),
+    }
+
+
+def obligation(plan: Plan, run: FreeRun, law, unrolling: Unrolling, residue: int, general: bool = False):
+    """The law at the real exit point (see the module's docstring). With
+    `general`, the law finds the exit in a window below L, and two more
+    hypotheses hold of the real exit: it lies in the window (the lemma
+    `no_exit_below_window`), and every window point before it stays."""
 
     def formula(variant, x):
         tokens, t, m = x["L"], x["t"], x["m"]
-        j = x["j"] if residue is None else residue
-        c = run.point(j, t)
-        following = run.next_point(j, t)
-        previous = arith.ite(j == 0, run.point(p - 1, t - 1), run.point(j - 1, t))
-        end_of_prefill = prefill_end(tokens, tokens)
+        c, hypotheses = _exit_hypotheses(plan, run, residue, t, tokens)
+        if general:
+            start = window_start(run, unrolling, tokens)
+            offsets = unrolling.window_points(run)
+            hypotheses["the exit lies in the window below L"] = c >= start
+            following = offsets[1:] + [offsets[-1] + run.period]
+            hypotheses["the window's points before the exit stay"] = arith.all_in(
+                arith.implies(start + o < c, stays(plan, start + o, start + n, tokens))
+                for o, n in zip(offsets, following, strict=True)
+            )
+        best, finished, complete = restored_from(plan, run, unrolling, c, tokens, m)
+        if general:
+            # law(L) is restored_from at exit_in_window(L): equal to `best`
+            # once the window finds this very exit point.
+            found = exit_in_window(plan, run, unrolling, tokens) == c
+            return Claim(hypotheses=hypotheses, goal=arith.all_of(finished, complete, found))
+        return Claim(hypotheses=hypotheses, goal=arith.all_of(finished, complete, best == law(tokens)))
 
-        def stays(point, nxt):
-            return arith.all_of(step_end(plan, point, tokens).end == nxt, nxt < end_of_prefill)
+    return formula
 
+
+def no_exit_below_window(plan: Plan, run: FreeRun, unrolling: Unrolling, residue: int):
+    """Lemma: a free-run point below the window always stays in the run."""
+
+    def formula(variant, x):
+        tokens, t = x["L"], x["t"]
+        c = run.point(residue, t)
         hypotheses = {
             "a prompt of L >= 1 tokens": tokens >= 1,
-            "a point of the free run": arith.all_of(j >= 0, j <= p - 1, t >= 0),
-            "the prefill leaves the free run here": arith.negate(stays(c, following)),
-            "and not at the point before": arith.any_of(arith.all_of(j == 0, t == 0), stays(previous, c)),
+            "a point of the free run": t >= 0,
+            "below the window": c < window_start(run, unrolling, tokens),
         }
-        # The prefill from c: at most `tail` more steps.
-        best, computed = 0, c
-        for _ in range(tail):
-            step = prefill_step(
-                variant,
-                plan.split,
-                plan.cadence,
-                computed,
-                plan.geometry.deployment.max_num_scheduled_tokens,
-                tokens,
-                tokens,
-            )
-            best = arith.maximum(
-                best, arith.ite(arith.all_of(step.published, restorable(plan, step.end, tokens)), step.end, 0)
-            )
-            computed = step.end
-        finished = computed >= end_of_prefill
-        # The free run up to c: per class, the last `backoffs` points at or below c.
-        complete = True
-        for base, can_restore in classes:
-            member = base + m * period
-            if not can_restore:
-                complete = arith.all_of(
-                    complete,
-                    arith.implies(arith.all_of(m >= 0, member <= c), arith.negate(restorable(plan, member, tokens))),
-                )
-                continue
-            last = arith.floordiv(c - base, period)
-            any_found = False
-            for back in range(backoffs):
-                index = last - back
-                point = base + index * period
-                found = arith.all_of(index >= 0, restorable(plan, point, tokens))
-                best = arith.maximum(best, arith.ite(found, point, 0))
-                any_found = arith.any_of(any_found, found)
-            earlier = arith.all_of(m >= 0, m <= last - backoffs, restorable(plan, member, tokens))
-            complete = arith.all_of(complete, arith.implies(earlier, any_found))
-        return _claim(hypotheses, arith.all_of(finished, complete, best == law(tokens)))
+        return Claim(hypotheses=hypotheses, goal=stays(plan, c, run.next_point(residue, t), tokens))
 
     return formula
 
@@ -256,21 +333,22 @@ def _samples(period: int, reach: int, spans: list[int]) -> list[int]:
     """Prompt lengths to screen with: every grid point of every span, and its
     neighbours, over two periods and the prefill's reach; and random ones."""
     window = 2 * period + 2 * reach
-    chosen = set(range(1, 40))
+    chosen = set(range(1, 8))
     for span in set(spans):
-        step = max(span, window // 100)
+        step = max(span, window // 12)
         for point in range(step, window, step):
             chosen.update((point - 1, point, point + 1))
     rng = random.Random(0)
-    chosen.update(rng.randrange(1, 8 * window) for _ in range(200))
+    chosen.update(rng.randrange(1, 8 * window) for _ in range(40))
     return sorted(chosen)
 
 
-def _screen(plan, run, law, tail, backoffs, exits) -> int | None:
+def _screen(plan, run, law, unrolling, exits, general) -> int | None:
     """The first sampled prompt length where the obligation's goal fails
     concretely (its hypotheses hold there), or None."""
     for tokens, (j, t, _) in exits.items():
-        claim = obligation(plan, run, law, tail, backoffs, j)(plan.variant, {"L": tokens, "j": j, "t": t, "m": 0})
+        formula = obligation(plan, run, law, unrolling, j, general)
+        claim = formula(plan.variant, {"L": tokens, "t": t, "m": 0})
         if all(claim.hypotheses.values()) and not claim.goal:
             return tokens
     return None
@@ -292,61 +370,79 @@ def _joined(outcomes: list[Outcome]) -> Outcome:
     )
 
 
-def _claim(hypotheses, goal):
-    from proofs.solver import Claim
-
-    return Claim(hypotheses=hypotheses, goal=goal)
+VARIABLES = (Var("L", Kind.INT), Var("t", Kind.INT), Var("m", Kind.INT))
 
 
-VARIABLES = (Var("L", Kind.INT), Var("j", Kind.INT), Var("t", Kind.INT), Var("m", Kind.INT))
+def _decide_all(formulas, variant, rlimit) -> Outcome:
+    outcomes = []
+    for formula in formulas:
+        with fresh_context():
+            outcome = decide(formula, VARIABLES, variant, rlimit=rlimit, strategy="linear")
+        outcomes.append(outcome)
+        if outcome.verdict != PROVED:
+            return outcome
+    return _joined(outcomes)
 
 
 def prove_hit_law(plan: Plan, rlimit: int = RLIMIT) -> HitLaw:
     run = free_run(plan)
     if run is None:
-        return HitLaw(
-            False, None, "", reason="the prefill stalls or never returns to its grid: no free run to prove over"
-        )
+        return HitLaw(False, None, "", reason="the prefill stalls or never returns to its grid")
     period, classes = _classes(plan, run)
     if len(classes) > MAX_CLASSES:
         return HitLaw(False, None, "", free_run=run, reason=f"{len(classes)} residue classes: more than {MAX_CLASSES}")
     d = plan.geometry.deployment
-    spans = [plan.cadence, plan.split.block, *plan.target_spans, *plan.geometry.eagle_spans()]
-    reach = d.max_num_scheduled_tokens + 3 * max(spans) + d.hash_lookahead_tokens
+    split = plan.split
+    # How far below L the stops can reach: the budget, two grid steps of the
+    # split, the hash block and the EAGLE spans, the lookahead, one period.
+    stops = [split.block, split.hash_block, plan.cadence, *plan.geometry.eagle_spans()]
+    window = d.max_num_scheduled_tokens + 2 * max(stops) + split.lookahead + run.period
+    spans = [*stops, *plan.target_spans]
     exits = {}
-    for tokens in _samples(period, reach, spans):
-        exits[tokens] = first_exit(plan, run, tokens, 4 * reach)
+    for tokens in _samples(period, window, spans):
+        exits[tokens] = first_exit(plan, run, tokens, 4 * window)
         if exits[tokens] is None:
             return HitLaw(False, None, "", free_run=run, reason=f"a prompt of {tokens} tokens stalls in prefill")
     tail = max(steps for _, _, steps in exits.values())
     if tail > 64:
         return HitLaw(False, None, "", free_run=run, reason=f"the prefill's end takes {tail} steps: too many to unroll")
-    backoffs = 1 + -(-reach // period)
+    unrolling = Unrolling(tail=tail, backoffs=1 + -(-(window + max(spans)) // period), window=window)
+    residues = range(len(run.points))
+    candidates = (
+        ("lcp", lambda n: law_lcp(plan, n)),
+        ("lcp-or-grid", law_lcp_or_grid(plan, run)),
+        ("exit", law_at_exit(plan, run, unrolling)),
+    )
     outcome = None
-    for name, law in (("lcp", lambda n: law_lcp(plan, n)), ("lcp-or-grid", law_lcp_or_grid(plan, run))):
-        screen = _screen(plan, run, law, tail, backoffs, exits)
+    for name, law in candidates:
+        general = name == "exit"
+        screen = _screen(plan, run, law, unrolling, exits, general)
         if screen is not None:
-            outcome = Outcome("REFUTED", counterexample={"L": screen}, reason=f"a prompt of {screen} tokens")
+            outcome = Outcome("REFUTED", counterexample={"L": screen}, reason=f"the {name} form fails at L = {screen}")
             continue
-        outcomes = []
-        for residue in range(len(run.points)):
-            with fresh_context():
-                formula = obligation(plan, run, law, tail, backoffs, residue)
-                outcome = decide(formula, VARIABLES, plan.variant, rlimit=rlimit, strategy="linear")
-            outcomes.append(outcome)
-            if outcome.verdict != PROVED:
-                break
-        else:
-            return HitLaw(
-                True, _joined(outcomes), render(law), law=law, tail_steps=tail, free_run=run, extra={"form": name}
-            )
+        formulas = [obligation(plan, run, law, unrolling, j, general) for j in residues]
+        if general:
+            formulas = [no_exit_below_window(plan, run, unrolling, j) for j in residues] + formulas
+        outcome = _decide_all(formulas, plan.variant, rlimit)
+        if outcome.verdict == PROVED:
+            form = describe_exit_law(run, unrolling) if general else render(law)
+            return HitLaw(True, outcome, form, law=law, tail_steps=tail, free_run=run, extra={"form": name})
     return HitLaw(
         False,
         outcome,
         "",
         free_run=run,
         tail_steps=tail,
-        reason=f"no closed form proved ({outcome.verdict}: {outcome.reason})",
+        reason=f"no form proved ({outcome.verdict}: {outcome.reason})",
+    )
+
+
+def describe_exit_law(run: FreeRun, unrolling: Unrolling) -> str:
+    return (
+        f"the largest restorable published end of the prefill, where the prefill follows the free run "
+        f"{', '.join(f'{b:,}' for b in run.points)} (+ k·{run.period:,}) up to its first exit c*(L) "
+        f"≥ ⌊max(0, L − {unrolling.window:,})/{run.period:,}⌋·{run.period:,}, then at most {unrolling.tail} "
+        f"steps (hitlaw.law_at_exit: a finite composition of the model's step, publication and restore)"
     )
 
 
