@@ -6,7 +6,7 @@ the scheduler flags as vLLM derives them (vllm-align-mode.md sections 1-3, 6).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from models.config import ConfigInputs, ResolvedConfig, resolve
 from models.errors import GridproofError
@@ -216,8 +216,9 @@ def geometry_toml(geometry: Geometry) -> str:
         "",
         "[deployment]",
     ]
+    defaults = {f.name: f.default for f in fields(Deployment)}
     for key, value in d.__dict__.items():
-        if value is None:
+        if value is None or value == defaults[key] and key not in ("dcp_size", "block_size"):
             continue
         lines.append(f"{key} = {str(value).lower() if isinstance(value, bool) else value}")
     for group in geometry.groups:

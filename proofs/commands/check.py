@@ -136,7 +136,11 @@ def _one_line_errors(parser: argparse.ArgumentParser) -> None:
         args = [_dashes(a) for a in (sys.argv[1:] if args is None else args)]
         namespace, extras = known(args, namespace)
         if extras:
-            parser.error(f"unknown flag{'s' if len(extras) > 1 else ''}: {' '.join(extras)}")
+            unknown = [a.partition("=")[0] for a in extras if a.startswith("-")] or extras
+            parser.error(
+                f"unknown flag{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)} (gridproof check reads only "
+                "the vLLM flags that place recurrent checkpoints; see gridproof check --help)"
+            )
         return namespace, extras
 
     def error(message: str):

@@ -1,0 +1,85 @@
+"""The hit law of `gridproof check` against `simulate`, every prompt length.
+
+    python3 -m proofs.bench_check [--up-to 200000] [--model NAME ...]
+
+For each built-in model (vLLM's defaults, baseline) and the Kimi-K3 judging
+deployments, proves the hit law, then compares it with what `simulate`
+reports a later identical request restores, for every L from 1 to --up-to.
+Prints one progress line per 20,000 prompt lengths, and a table at the end;
+exits 1 on any mismatch or unproved law.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from models.deploy import ServeFlags, resolve_deployment
+from models.hf_config import builtin_model_names, load_model
+from models.plan import plan
+from models.variants import get_variant
+from proofs.hitlaw import prove_hit_law, simulated_hit
+
+KIMI_K3 = {
+    "tensor_parallel_size": 16,
+    "decode_context_parallel_size": 16,
+    "block_size": 768,
+    "max_num_scheduled_tokens": 4096,
+    "speculative_config": {"method": "eagle", "num_speculative_tokens": 3},
+    "kv_transfer_config": {"kv_connector": "OffloadingConnector"},
+}
+
+
+def deployments(models: list[str]):
+    for name in models:
+        yield name, "baseline", ServeFlags()
+    if "kimi-k3" in models:
+        yield "kimi-k3", "baseline", ServeFlags(**KIMI_K3)
+        yield "kimi-k3", "pr457-guarded", ServeFlags(**KIMI_K3, mamba_block_size=12288)
+
+
+def compare(model: str, variant_name: str, flags: ServeFlags, up_to: int) -> dict:
+    variant = get_variant(variant_name)
+    p = plan(variant, resolve_deployment(load_model(model), flags, variant).geometry)
+    started = time.perf_counter()
+    law = prove_hit_law(p)
+    proved_in = time.perf_counter() - started
+    row = {"model": model, "variant": variant_name, "proved": law.proved, "prove_s": proved_in, "mismatches": []}
+    if not law.proved:
+        row["reason"] = law.reason
+        return row
+    started = time.perf_counter()
+    for tokens in range(1, up_to + 1):
+        if law(tokens) != simulated_hit(p, tokens):
+            row["mismatches"].append(tokens)
+            if len(row["mismatches"]) >= 5:
+                break
+        if tokens % 20_000 == 0:
+            print(f"  {model} {variant_name}: L = {tokens:,} compared", file=sys.stderr, flush=True)
+    row["compare_s"] = time.perf_counter() - started
+    row["form"] = law.form
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m proofs.bench_check", description=__doc__.split("\n")[0])
+    parser.add_argument("--up-to", type=int, default=200_000)
+    parser.add_argument("--model", action="append", choices=builtin_model_names())
+    args = parser.parse_args(argv)
+    rows = []
+    for model, variant, flags in deployments(args.model or builtin_model_names()):
+        print(f"{model} {variant}: proving the hit law", file=sys.stderr, flush=True)
+        rows.append(compare(model, variant, flags, args.up_to))
+        row = rows[-1]
+        print(
+            f"{model:<14} {variant:<14} {'PROVED' if row['proved'] else 'NOT PROVED':<10} "
+            f"prove {row['prove_s']:.1f} s  mismatches up to {args.up_to:,}: {row['mismatches'] or 'none'}"
+            + (f"  ({row['reason']})" if not row["proved"] else f"  compare {row['compare_s']:.0f} s"),
+            flush=True,
+        )
+    return 0 if all(r["proved"] and not r["mismatches"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
