@@ -186,7 +186,7 @@ def test_bad_input_is_one_line_and_exit_2(capsys, args, message):
 
 
 def test_a_config_json_path_and_malformed_files(tmp_path, capsys):
-    config = json.loads((load_model("granite-4.0-h").source and _family_text("granite-4.0-h")))
+    config = json.loads(_family_text("granite-4.0-h"))
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
     status, result = check_json(capsys, "--model", str(path), "-tp", "2")
