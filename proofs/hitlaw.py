@@ -384,13 +384,24 @@ def _decide_all(formulas, variant, rlimit) -> Outcome:
     return _joined(outcomes)
 
 
-def prove_hit_law(plan: Plan, rlimit: int = RLIMIT) -> HitLaw:
+@dataclass(frozen=True)
+class Setting:
+    """What the obligations of one deployment are built from."""
+
+    plan: Plan
+    run: FreeRun
+    unrolling: Unrolling
+    exits: dict  # sampled prompt length -> first_exit(...)
+
+
+def prepare(plan: Plan) -> Setting | str:
+    """The free run and the unrolling sizes, or why there is nothing to prove over."""
     run = free_run(plan)
     if run is None:
-        return HitLaw(False, None, "", reason="the prefill stalls or never returns to its grid")
+        return "the prefill stalls or never returns to its grid"
     period, classes = _classes(plan, run)
     if len(classes) > MAX_CLASSES:
-        return HitLaw(False, None, "", free_run=run, reason=f"{len(classes)} residue classes: more than {MAX_CLASSES}")
+        return f"{len(classes)} residue classes of the free run: more than {MAX_CLASSES}"
     d = plan.geometry.deployment
     split = plan.split
     # How far below L the stops can reach: the budget, two grid steps of the
@@ -402,12 +413,28 @@ def prove_hit_law(plan: Plan, rlimit: int = RLIMIT) -> HitLaw:
     for tokens in _samples(period, window, spans):
         exits[tokens] = first_exit(plan, run, tokens, 4 * window)
         if exits[tokens] is None:
-            return HitLaw(False, None, "", free_run=run, reason=f"a prompt of {tokens} tokens stalls in prefill")
+            return f"a prompt of {tokens} tokens stalls in prefill"
     tail = max(steps for _, _, steps in exits.values())
     if tail > 64:
-        return HitLaw(False, None, "", free_run=run, reason=f"the prefill's end takes {tail} steps: too many to unroll")
-    unrolling = Unrolling(tail=tail, backoffs=1 + -(-(window + max(spans)) // period), window=window)
+        return f"the prefill's end takes {tail} steps: too many to unroll"
+    return Setting(plan, run, Unrolling(tail, 1 + -(-(window + max(spans)) // period), window), exits)
+
+
+def decide_law(setting: Setting, law, general: bool = False, rlimit: int = RLIMIT) -> Outcome:
+    """Z3's verdict on `law` (tokens -> restored tokens) for every prompt length."""
+    plan, run, unrolling = setting.plan, setting.run, setting.unrolling
     residues = range(len(run.points))
+    formulas = [obligation(plan, run, law, unrolling, j, general) for j in residues]
+    if general:
+        formulas = [no_exit_below_window(plan, run, unrolling, j) for j in residues] + formulas
+    return _decide_all(formulas, plan.variant, rlimit)
+
+
+def prove_hit_law(plan: Plan, rlimit: int = RLIMIT) -> HitLaw:
+    setting = prepare(plan)
+    if isinstance(setting, str):
+        return HitLaw(False, None, "", reason=setting)
+    run, unrolling = setting.run, setting.unrolling
     candidates = (
         ("lcp", lambda n: law_lcp(plan, n)),
         ("lcp-or-grid", law_lcp_or_grid(plan, run)),
@@ -416,25 +443,16 @@ def prove_hit_law(plan: Plan, rlimit: int = RLIMIT) -> HitLaw:
     outcome = None
     for name, law in candidates:
         general = name == "exit"
-        screen = _screen(plan, run, law, unrolling, exits, general)
+        screen = _screen(plan, run, law, unrolling, setting.exits, general)
         if screen is not None:
             outcome = Outcome("REFUTED", counterexample={"L": screen}, reason=f"the {name} form fails at L = {screen}")
             continue
-        formulas = [obligation(plan, run, law, unrolling, j, general) for j in residues]
-        if general:
-            formulas = [no_exit_below_window(plan, run, unrolling, j) for j in residues] + formulas
-        outcome = _decide_all(formulas, plan.variant, rlimit)
+        outcome = decide_law(setting, law, general, rlimit)
         if outcome.verdict == PROVED:
             form = describe_exit_law(run, unrolling) if general else render(law)
-            return HitLaw(True, outcome, form, law=law, tail_steps=tail, free_run=run, extra={"form": name})
-    return HitLaw(
-        False,
-        outcome,
-        "",
-        free_run=run,
-        tail_steps=tail,
-        reason=f"no form proved ({outcome.verdict}: {outcome.reason})",
-    )
+            return HitLaw(True, outcome, form, law=law, tail_steps=unrolling.tail, free_run=run, extra={"form": name})
+    reason = f"no form proved ({outcome.verdict}: {outcome.reason})"
+    return HitLaw(False, outcome, "", free_run=run, tail_steps=unrolling.tail, reason=reason)
 
 
 def describe_exit_law(run: FreeRun, unrolling: Unrolling) -> str:

@@ -258,3 +258,28 @@ def test_sweep_tabulates_one_flag(capsys):
     assert status == 0
     rows = [line for line in out.splitlines() if line.strip()[:1].isdigit()]
     assert len(rows) == 3 and all(line.rstrip().endswith("yes") for line in rows)
+
+
+def _kimi_k3_plan(mamba_block_size: int):
+    flags = ServeFlags(**{**flags_from(build_parser().parse_args(["check", *KIMI_K3])).__dict__})
+    flags = ServeFlags(**{**flags.__dict__, "mamba_block_size": mamba_block_size})
+    return plan(PR457_GUARDED, resolve_deployment(load_model("kimi-k3"), flags, PR457_GUARDED).geometry)
+
+
+def test_a_plausibly_wrong_law_is_refuted_by_z3_and_replayed():
+    # The law a scheduler rounding the EAGLE boundary up to the cadence would
+    # give (a mutant of the last cacheable position): the obligation must
+    # refute it, with a prompt length that replays.
+    from models.scheduler import last_cacheable_position
+    from models.variants import MUTANTS
+    from proofs.hitlaw import decide_law, prepare, simulated_hit
+
+    p = _kimi_k3_plan(12288)
+    setting = prepare(p)
+    mutant = MUTANTS["conversion-rounds-up"]
+    outcome = decide_law(setting, lambda n: last_cacheable_position(mutant, p.split, n))
+    assert outcome.verdict == "REFUTED", outcome.reason
+    tokens = outcome.counterexample["L"]
+    assert last_cacheable_position(mutant, p.split, tokens) != simulated_hit(p, tokens)
+    shifted = decide_law(setting, lambda n: last_cacheable_position(p.variant, p.split, n + 768))
+    assert shifted.verdict == "REFUTED"
