@@ -26,7 +26,7 @@ from proofs.playback import (
 )
 from proofs.views import ViewError
 
-FORMATS = ("text", "json", "pytest")
+FORMATS = ("text", "json", "pytest", "vllm-test")
 
 
 class MineUsageError(GridproofError):
@@ -45,7 +45,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "of the views; repeatable; default: the theorem's own views",
     )
     parser.add_argument("--out", metavar="DIR", help=f"where to write the cases (default: {_relative(DEFAULT_CORPUS)})")
-    parser.add_argument("--format", default="text", help="text (default), json, or pytest: what to print")
+    parser.add_argument(
+        "--format",
+        default="text",
+        help="text (default), json, pytest, or vllm-test (a pytest file for a vLLM checkout): what to print",
+    )
     parser.add_argument("--rlimit", default=str(QUERY_RLIMIT), help=f"Z3 resource budget per query ({QUERY_RLIMIT})")
     parser.add_argument(
         "--ladder",
@@ -178,6 +182,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(_json(result, documents, written, errors), indent=2))
     elif args.format == "pytest":
         print(render_pytest(documents), end="")
+    elif args.format == "vllm-test":
+        print(_vllm_test(documents, command), end="")
     else:
         print(_text(result, documents, written, vllm, errors))
     for error in errors:
@@ -223,6 +229,8 @@ def _record_geometry(args: argparse.Namespace, out: Path, command: str) -> int:
         print(json.dumps(doc, indent=2))
     elif args.format == "pytest":
         print(render_pytest([doc]), end="")
+    elif args.format == "vllm-test":
+        print(_vllm_test([doc], command), end="")
     else:
         figures = doc["geometry_figures"][args.variant]
         print(f"{geometry.name} / {args.variant}: {args.theorem} fails")
@@ -237,6 +245,15 @@ def _record_geometry(args: argparse.Namespace, out: Path, command: str) -> int:
             print(f"    real vLLM 0.33.0 split: {status}")
         print(f"    {_written(written)}")
     return 0
+
+
+def _vllm_test(documents: list[dict], command: str) -> str:
+    from proofs.vllm_test import render_documents
+
+    try:
+        return render_documents(documents, command)
+    except ValueError as error:
+        raise MineUsageError(f"--format vllm-test: {error}") from None
 
 
 def _budget_list(text: str) -> list[int]:

@@ -155,3 +155,56 @@ def test_resolution_is_the_real_align_hybrid_block_size(real_config, name):
             mine = (r.block_size, r.mamba_block_size or None, r.mamba_page_size_padded or None)
             assert mine == real, (name, tp, extra)
             assert deployment.geometry.deployment.block_size == real[0]
+
+
+def test_exported_vllm_tests_run_against_the_installed_vllm(tmp_path):
+    """`check --emit-vllm-test` and `mine --format vllm-test` write files
+    that vLLM 0.33.0 runs: the real split takes the derived chunk ends
+    (passes), and the off-target checkpoint is a strict xfail."""
+    import subprocess
+
+    root = Path(__file__).parent.parent
+    kimi = [
+        "--model", "kimi-k3", "-tp", "16", "-dcp", "16", "--block-size", "768",
+        "--max-num-scheduled-tokens", "4096",
+        "--speculative-config", '{"method": "eagle", "num_speculative_tokens": 3}',
+        "--kv-transfer-config", '{"kv_connector": "OffloadingConnector"}',
+    ]  # fmt: skip
+    checked = subprocess.run(
+        [sys.executable, "-m", "proofs.cli", "check", *kimi, "--emit-vllm-test", str(tmp_path / "test_check_case.py")],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
+    assert checked.returncode == 1, checked.stderr  # not aligned, and the file written
+    mined = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "proofs.cli",
+            "mine",
+            "prefill-published-on-target-boundaries",
+            "--geometry",
+            "kimi-k3-tp16-dcp16",
+            "--variant",
+            "baseline",
+            "--format",
+            "vllm-test",
+            "--no-vllm",
+            "--out",
+            str(tmp_path / "corpus"),
+        ],  # fmt: skip
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
+    (tmp_path / "test_mined_case.py").write_text(mined.stdout)
+    assert "Scheduler._mamba_block_aligned_split" in mined.stdout, mined.stderr
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "ignore", str(tmp_path)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stdout[-2000:]
+    assert "2 passed, 2 xfailed" in run.stdout, run.stdout[-2000:]

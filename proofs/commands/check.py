@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -122,6 +123,11 @@ def add_parser(sub) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--emit-geometry", metavar="FILE", help="also write the resolved geometry TOML (for simulate)")
+    parser.add_argument(
+        "--emit-vllm-test",
+        metavar="FILE",
+        help="write a pytest file for a vLLM checkout replaying this deployment's prefill through the real split",
+    )
     parser.add_argument("--sweep", type=_sweep, metavar="FLAG=a..b", help="tabulate one flag's values (no proofs)")
     _one_line_errors(parser)
     parser.set_defaults(run=run)
@@ -198,6 +204,32 @@ def run(args: argparse.Namespace) -> int:
             Path(args.emit_geometry).write_text(geometry_toml(deployment.geometry), encoding="utf-8")
         except OSError as error:
             raise CheckUsageError(f"--emit-geometry: cannot write {args.emit_geometry}: {error.strerror}") from None
+    if args.emit_vllm_test:
+        _emit_vllm_test(deployment, args.emit_vllm_test)
     result = analyse(deployment, variant)
     print(json.dumps(render_json(result), indent=2) if args.json else render_text(result))
     return 0 if result["ok"] else 1
+
+
+def _emit_vllm_test(deployment, path: str) -> None:
+    """The deployment's prefill under vLLM 0.33.0 (the split a vLLM checkout
+    runs), cut just past its first checkpoint off a target boundary."""
+    from models.plan import plan
+    from models.prefill import run_prefill
+    from models.variants import BASELINE
+    from proofs.vllm_test import case_from_plan, render
+
+    p = plan(BASELINE, deployment.geometry)
+    budget = p.geometry.deployment.max_num_scheduled_tokens
+    published = run_prefill(p, budget).published
+    off = [e for e in published if any(e % span for span in p.target_spans)]
+    if not off:
+        raise CheckUsageError("--emit-vllm-test: under vLLM 0.33.0 every published checkpoint is on target: no case")
+    prompt = min(p.geometry.request.prompt_tokens, off[0] + 2 * p.split.block + 1)
+    why = f"{deployment.geometry.name}: the checkpoint at {off[0]:,} lies off the target spans"
+    case = case_from_plan(p, deployment.geometry.name, why, prompt_tokens=prompt)
+    command = shlex.join(["gridproof", *sys.argv[1:]]) if sys.argv[1:2] == ["check"] else "gridproof check"
+    try:
+        Path(path).write_text(render([case], command), encoding="utf-8")
+    except OSError as error:
+        raise CheckUsageError(f"--emit-vllm-test: cannot write {path}: {error.strerror}") from None
