@@ -32,11 +32,11 @@ KIMI_K3 = {
 
 
 def deployments(models: list[str]):
+    if "kimi-k3" in models:
+        yield "kimi-k3", "pr457-guarded", ServeFlags(**KIMI_K3, mamba_block_size=12288)
+        yield "kimi-k3", "baseline", ServeFlags(**KIMI_K3)
     for name in models:
         yield name, "baseline", ServeFlags()
-    if "kimi-k3" in models:
-        yield "kimi-k3", "baseline", ServeFlags(**KIMI_K3)
-        yield "kimi-k3", "pr457-guarded", ServeFlags(**KIMI_K3, mamba_block_size=12288)
 
 
 def compare(model: str, variant_name: str, flags: ServeFlags, up_to: int) -> dict:

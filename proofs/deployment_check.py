@@ -239,6 +239,10 @@ def analyse(deployment: ResolvedDeployment, variant: Variant, prove: bool = True
             f"{variant.name} rejects the deployment: cadence {guard['cadence']:,} is not a multiple of "
             f"{group['kind']} group {group['index']}'s span {group['span']:,}"
         )
+    limit = deployment.max_model_len
+    if law["proved"] and (law["smallest_hit"] is None or limit is not None and law["smallest_hit"] > limit):
+        within = f" up to --max-model-len {limit:,}" if limit is not None else ""
+        why.append(f"no shared prefix{within} ever hits the prefix cache (hit law PROVED)")
     if aligned.verdict != PROVED:
         off = [e for e in typical["published"] if any(e % s for s in p.target_spans)]
         example = f", e.g. {off[0]:,} in the typical request" if off else ""
