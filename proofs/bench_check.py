@@ -1,6 +1,8 @@
-"""The hit law of `gridproof check` against `simulate`, every prompt length.
+"""The hit law of `gridproof check` against `simulate`, every prompt length;
+and, with --timing, how long `gridproof check` takes per deployment.
 
     python3 -m proofs.bench_check [--up-to 200000] [--model NAME ...]
+    python3 -m proofs.bench_check --timing
 
 For each built-in model (vLLM's defaults, baseline) and the Kimi-K3 judging
 deployments, proves the hit law, then compares it with what `simulate`
@@ -12,6 +14,10 @@ exits 1 on any mismatch or unproved law.
 from __future__ import annotations
 
 import argparse
+import json
+import resource
+import shlex
+import subprocess
 import sys
 import time
 
@@ -62,11 +68,44 @@ def compare(model: str, variant_name: str, flags: ServeFlags, up_to: int) -> dic
     return row
 
 
+def _command_flags(flags: ServeFlags) -> list[str]:
+    words = []
+    for key, value in flags.__dict__.items():
+        if value is None or value == ServeFlags().__dict__[key]:
+            continue
+        words += ["--" + key.replace("_", "-"), json.dumps(value) if isinstance(value, dict) else str(value)]
+    return words
+
+
+def timing(models: list[str]) -> int:
+    """One `gridproof check` process per deployment: wall and CPU seconds."""
+    for model, variant, flags in [
+        *deployments(models),
+        ("kimi-k3", "pr457-guarded", ServeFlags(**KIMI_K3, mamba_block_size=5000)),
+    ]:
+        command = [sys.executable, "-m", "proofs.cli", "check", "--model", model, "--variant", variant]
+        command += _command_flags(flags)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.perf_counter()
+        done = subprocess.run(command, capture_output=True, text=True)
+        wall = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+        law = "PROVED" if "PROVED by Z3 for every L" in done.stdout else "not proved"
+        print(
+            f"{wall:5.2f} s wall {cpu:5.2f} s cpu  exit {done.returncode}  hit law {law:<10}  {shlex.join(command[3:])}"
+        )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m proofs.bench_check", description=__doc__.split("\n")[0])
     parser.add_argument("--up-to", type=int, default=200_000)
     parser.add_argument("--model", action="append", choices=builtin_model_names())
+    parser.add_argument("--timing", action="store_true", help="time one `gridproof check` per deployment instead")
     args = parser.parse_args(argv)
+    if args.timing:
+        return timing(args.model or builtin_model_names())
     rows = []
     for model, variant, flags in deployments(args.model or builtin_model_names()):
         print(f"{model} {variant}: proving the hit law", file=sys.stderr, flush=True)
