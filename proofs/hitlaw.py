@@ -41,8 +41,10 @@ from proofs.solver import PROVED, Claim, Kind, Outcome, Var, decide, fresh_conte
 
 FAR = 10**12  # a prompt length beyond every stop of the free run
 MAX_FREE_RUN_STEPS = 10_000
-MAX_CLASSES = 256
-RLIMIT = 30_000_000
+MAX_CLASSES = 64
+MAX_FREE_RUN_POINTS = 100_000  # enumerated concretely, once per deployment
+RLIMIT = 30_000_000  # per obligation of the general form
+SIMPLE_RLIMIT = 8_000_000  # per obligation of a printed closed form
 
 
 @dataclass(frozen=True)
@@ -175,17 +177,19 @@ def first_exit(plan: Plan, run: FreeRun, tokens: int, reach: int) -> tuple[int, 
     return exit_j, exit_t, steps
 
 
-def _classes(plan: Plan, run: FreeRun) -> tuple[int, list[tuple[int, bool]]]:
-    """The residue classes of free-run points modulo the period W of the
-    restorable grid, each with whether its points can be restored at all
-    (alignment alone decides it: far from the prompt's end every bound holds)."""
+def _classes(plan: Plan, run: FreeRun) -> tuple[int, list[int]]:
+    """The period W of the restorable grid over the free run, and the
+    free-run points below W whose residue class can be restored at all
+    (alignment alone decides it: far from the prompt's end every bound
+    holds). The obligation checks that no other point is restorable."""
     period = _qualifying_period(plan, run)
     classes = []
     for shift in range(0, period, run.period):
         for point in run.points:
             base = point + shift
             far = base + period
-            classes.append((base, bool(restorable(plan, far, far + 10 * period + FAR))))
+            if restorable(plan, far, far + 10 * period + FAR):
+                classes.append(base)
     return period, classes
 
 
@@ -198,6 +202,8 @@ class Unrolling:
     tail: int
     backoffs: int
     window: int
+    period: int  # W, the period of the restorable grid over the free run (_classes)
+    classes: tuple[int, ...]  # the free-run points below W whose classes can be restored
 
     def window_points(self, run: FreeRun) -> list[int]:
         periods = -(-self.window // run.period) + 2
@@ -213,9 +219,10 @@ def restored_from(plan: Plan, run: FreeRun, unrolling: Unrolling, exit_point, to
     """(restored, finished, complete) for a prompt of `tokens` that leaves
     the free run at `exit_point`: the largest restorable published end over
     the free run up to it and the `tail` steps after it; whether those steps
-    finish the prefill; and whether no earlier point of a class (the m-th)
-    could beat the candidates taken."""
-    period, classes = _classes(plan, run)
+    finish the prefill; and whether every restorable free-run point up to the
+    exit (the m-th of each residue) is at most that largest one, so that the
+    candidates taken, the last few of each restorable class, hold the max."""
+    period, classes = unrolling.period, unrolling.classes
     best, computed = 0, exit_point
     for _ in range(unrolling.tail):
         step = step_end(plan, computed, tokens)
@@ -223,25 +230,18 @@ def restored_from(plan: Plan, run: FreeRun, unrolling: Unrolling, exit_point, to
         best = arith.maximum(best, arith.ite(published_here, step.end, 0))
         computed = step.end
     finished = computed >= prefill_end(tokens, tokens)
-    complete = True
-    for base, can_restore in classes:
-        member = base + m * period
-        if not can_restore:
-            never = arith.implies(
-                arith.all_of(m >= 0, member <= exit_point), arith.negate(restorable(plan, member, tokens))
-            )
-            complete = arith.all_of(complete, never)
-            continue
+    for base in classes:
         last = arith.floordiv(exit_point - base, period)
-        any_found = False
         for back in range(unrolling.backoffs):
             index = last - back
             point = base + index * period
             found = arith.all_of(index >= 0, restorable(plan, point, tokens))
             best = arith.maximum(best, arith.ite(found, point, 0))
-            any_found = arith.any_of(any_found, found)
-        earlier = arith.all_of(m >= 0, m <= last - unrolling.backoffs, restorable(plan, member, tokens))
-        complete = arith.all_of(complete, arith.implies(earlier, any_found))
+    complete = True
+    for j in range(len(run.points)):
+        point = run.point(j, m)
+        beaten = arith.all_of(m >= 0, point <= exit_point, restorable(plan, point, tokens))
+        complete = arith.all_of(complete, arith.implies(beaten, point <= best))
     return best, finished, complete
 
 
@@ -399,9 +399,11 @@ def prepare(plan: Plan) -> Setting | str:
     run = free_run(plan)
     if run is None:
         return "the prefill stalls or never returns to its grid"
+    if _qualifying_period(plan, run) // run.period * len(run.points) > MAX_FREE_RUN_POINTS:
+        return f"the restorable grid repeats only after more than {MAX_FREE_RUN_POINTS:,} free-run points"
     period, classes = _classes(plan, run)
     if len(classes) > MAX_CLASSES:
-        return f"{len(classes)} residue classes of the free run: more than {MAX_CLASSES}"
+        return f"{len(classes)} restorable residue classes of the free run: more than {MAX_CLASSES}"
     d = plan.geometry.deployment
     split = plan.split
     # How far below L the stops can reach: the budget, two grid steps of the
@@ -417,7 +419,8 @@ def prepare(plan: Plan) -> Setting | str:
     tail = max(steps for _, _, steps in exits.values())
     if tail > 64:
         return f"the prefill's end takes {tail} steps: too many to unroll"
-    return Setting(plan, run, Unrolling(tail, 1 + -(-(window + max(spans)) // period), window), exits)
+    backoffs = 1 + -(-(window + max(spans)) // period)
+    return Setting(plan, run, Unrolling(tail, backoffs, window, period, tuple(classes)), exits)
 
 
 def decide_law(setting: Setting, law, general: bool = False, rlimit: int = RLIMIT) -> Outcome:
@@ -443,11 +446,13 @@ def prove_hit_law(plan: Plan, rlimit: int = RLIMIT) -> HitLaw:
     outcome = None
     for name, law in candidates:
         general = name == "exit"
+        if general and outcome.verdict != "REFUTED":
+            break  # a simpler form that holds on every sample but is undecided: the general one fares no better
         screen = _screen(plan, run, law, unrolling, setting.exits, general)
         if screen is not None:
             outcome = Outcome("REFUTED", counterexample={"L": screen}, reason=f"the {name} form fails at L = {screen}")
             continue
-        outcome = decide_law(setting, law, general, rlimit)
+        outcome = decide_law(setting, law, general, rlimit if general else SIMPLE_RLIMIT)
         if outcome.verdict == PROVED:
             form = describe_exit_law(run, unrolling) if general else render(law)
             return HitLaw(True, outcome, form, law=law, tail_steps=unrolling.tail, free_run=run, extra={"form": name})
