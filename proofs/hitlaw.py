@@ -494,27 +494,11 @@ def _text(e) -> str:
     args = e.children()
     if kind == z3.Z3_OP_ITE:
         cond, a, b = args
-        if z3.is_app(cond) and cond.num_args() == 2:
-            x, y = cond.children()
-            ck = cond.decl().kind()
-            if (
-                ck in (z3.Z3_OP_GT, z3.Z3_OP_GE)
-                and x.eq(a)
-                and y.eq(b)
-                or ck in (z3.Z3_OP_LT, z3.Z3_OP_LE)
-                and x.eq(b)
-                and y.eq(a)
-            ):
-                return f"max({_text(b)}, {_text(a)})" if z3.is_int_value(b) else f"max({_text(a)}, {_text(b)})"
-            if (
-                ck in (z3.Z3_OP_LT, z3.Z3_OP_LE)
-                and x.eq(a)
-                and y.eq(b)
-                or ck in (z3.Z3_OP_GT, z3.Z3_OP_GE)
-                and x.eq(b)
-                and y.eq(a)
-            ):
-                return f"min({_text(a)}, {_text(b)})"
+        picked = _picks(cond, a, b)
+        if picked == "max":
+            return f"max({_text(b)}, {_text(a)})" if z3.is_int_value(b) else f"max({_text(a)}, {_text(b)})"
+        if picked == "min":
+            return f"min({_text(a)}, {_text(b)})"
         return f"({_text(a)} if {_cond(cond)} else {_text(b)})"
     if kind in (z3.Z3_OP_IDIV, z3.Z3_OP_DIV):
         return f"⌊{_text(args[0])}/{_text(args[1])}⌋"
@@ -529,6 +513,21 @@ def _text(e) -> str:
         joined = _OPS[kind].join(parts)
         return f"({joined})" if kind == z3.Z3_OP_ADD else joined
     return str(e)
+
+
+def _picks(cond, a, b) -> str | None:
+    """ "max" for If(a > b, a, b) and its mirror forms, "min" for If(a < b, a, b), else None."""
+    if not (z3.is_app(cond) and cond.num_args() == 2):
+        return None
+    x, y = cond.children()
+    greater = cond.decl().kind() in (z3.Z3_OP_GT, z3.Z3_OP_GE)
+    less = cond.decl().kind() in (z3.Z3_OP_LT, z3.Z3_OP_LE)
+    same, swapped = x.eq(a) and y.eq(b), x.eq(b) and y.eq(a)
+    if greater and same or less and swapped:
+        return "max"
+    if less and same or greater and swapped:
+        return "min"
+    return None
 
 
 def _cond(c) -> str:

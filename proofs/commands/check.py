@@ -9,6 +9,7 @@ import argparse
 import json
 import shlex
 import sys
+from dataclasses import fields
 from pathlib import Path
 
 from models.deploy import ServeFlags, geometry_toml, resolve_deployment
@@ -165,21 +166,8 @@ def _dashes(argument: str) -> str:
 
 
 def flags_from(args: argparse.Namespace) -> ServeFlags:
-    return ServeFlags(
-        tensor_parallel_size=args.tensor_parallel_size,
-        decode_context_parallel_size=args.decode_context_parallel_size,
-        block_size=args.block_size,
-        mamba_block_size=args.mamba_block_size,
-        mamba_cache_mode=args.mamba_cache_mode,
-        max_num_batched_tokens=args.max_num_batched_tokens,
-        max_num_scheduled_tokens=args.max_num_scheduled_tokens,
-        long_prefill_token_threshold=args.long_prefill_token_threshold,
-        max_model_len=args.max_model_len,
-        speculative_config=args.speculative_config,
-        kv_transfer_config=args.kv_transfer_config,
-        enable_prefix_caching=args.enable_prefix_caching,
-        mamba_ssm_cache_dtype=args.mamba_ssm_cache_dtype,
-    )
+    """The vLLM flags parsed: each is a ServeFlags field of the same name."""
+    return ServeFlags(**{f.name: getattr(args, f.name) for f in fields(ServeFlags)})
 
 
 def run(args: argparse.Namespace) -> int:
