@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import z3
 
@@ -433,31 +433,54 @@ def decide_law(setting: Setting, law, general: bool = False, rlimit: int = RLIMI
     return _decide_all(formulas, plan.variant, rlimit)
 
 
+def _longer(setting: Setting, outcome: Outcome) -> Setting | None:
+    """The setting with more steps unrolled, when a refutation's prompt
+    length needs more steps after its exit than were unrolled (the samples
+    that sized the unrolling missed it); else None."""
+    tokens = (outcome.counterexample or {}).get("L")
+    if outcome.verdict != "REFUTED" or not isinstance(tokens, int) or tokens < 1:
+        return None
+    found = first_exit(setting.plan, setting.run, tokens, 4 * setting.unrolling.window)
+    if found is None or found[2] <= setting.unrolling.tail or found[2] > 64:
+        return None
+    unrolling = replace(setting.unrolling, tail=found[2])
+    return replace(setting, unrolling=unrolling, exits={**setting.exits, tokens: found})
+
+
 def prove_hit_law(plan: Plan, rlimit: int = RLIMIT) -> HitLaw:
     setting = prepare(plan)
     if isinstance(setting, str):
         return HitLaw(False, None, "", reason=setting)
-    run, unrolling = setting.run, setting.unrolling
-    candidates = (
-        ("lcp", lambda n: law_lcp(plan, n)),
-        ("lcp-or-grid", law_lcp_or_grid(plan, run)),
-        ("exit", law_at_exit(plan, run, unrolling)),
-    )
     outcome = None
-    for name, law in candidates:
+    for name in ("lcp", "lcp-or-grid", "exit"):
         general = name == "exit"
         if general and outcome.verdict != "REFUTED":
             break  # a simpler form that holds on every sample but is undecided: the general one fares no better
-        screen = _screen(plan, run, law, unrolling, setting.exits, general)
-        if screen is not None:
-            outcome = Outcome("REFUTED", counterexample={"L": screen}, reason=f"the {name} form fails at L = {screen}")
-            continue
-        outcome = decide_law(setting, law, general, rlimit if general else SIMPLE_RLIMIT)
-        if outcome.verdict == PROVED:
-            form = describe_exit_law(run, unrolling) if general else render(law)
-            return HitLaw(True, outcome, form, law=law, tail_steps=unrolling.tail, free_run=run, extra={"form": name})
+        for _ in range(3):
+            run, unrolling = setting.run, setting.unrolling
+            law = {
+                "lcp": lambda n: law_lcp(plan, n),
+                "lcp-or-grid": law_lcp_or_grid(plan, run),
+                "exit": law_at_exit(plan, run, unrolling),
+            }[name]
+            screen = _screen(plan, run, law, unrolling, setting.exits, general)
+            if screen is not None:
+                outcome = Outcome(
+                    "REFUTED", counterexample={"L": screen}, reason=f"the {name} form fails at L = {screen}"
+                )
+            else:
+                outcome = decide_law(setting, law, general, rlimit if general else SIMPLE_RLIMIT)
+            if outcome.verdict == PROVED:
+                form = describe_exit_law(run, unrolling) if general else render(law)
+                return HitLaw(
+                    True, outcome, form, law=law, tail_steps=unrolling.tail, free_run=run, extra={"form": name}
+                )
+            longer = _longer(setting, outcome)
+            if longer is None:
+                break
+            setting = longer
     reason = f"no form proved ({outcome.verdict}: {outcome.reason})"
-    return HitLaw(False, outcome, "", free_run=run, tail_steps=unrolling.tail, reason=reason)
+    return HitLaw(False, outcome, "", free_run=setting.run, tail_steps=setting.unrolling.tail, reason=reason)
 
 
 def describe_exit_law(run: FreeRun, unrolling: Unrolling) -> str:
