@@ -231,7 +231,13 @@ def analyse(deployment: ResolvedDeployment, variant: Variant, prove: bool = True
         )
         if not replayed:
             raise AssertionError(f"alignment counterexample {aligned.counterexample} does not replay")
-    law = hit_law_section(p) if prove else {"proved": False, "verdict": "NOT RUN", "reason": "not asked for"}
+    if variant.guarded and not p.accepted:
+        # The engine refuses to start: there is no prefix cache to state a law for.
+        law = {"proved": False, "verdict": "NOT RUN", "reason": f"{variant.name} refuses this configuration"}
+    elif prove:
+        law = hit_law_section(p)
+    else:
+        law = {"proved": False, "verdict": "NOT RUN", "reason": "not asked for"}
     why = []
     if not guard["accepts"] and variant.guarded:
         group = guard["breaking_group"]
