@@ -146,6 +146,11 @@ def resolve_deployment(model: HybridModel, flags: ServeFlags, variant: Variant) 
     )
     resolved = resolve(variant, inputs)
     block = resolved.block_size
+    if flags.mamba_block_size is not None and align and resolved.mamba_block_size != flags.mamba_block_size:
+        notes.append(
+            f"--mamba-block-size {flags.mamba_block_size:,} is overwritten by the block size {block:,} in align mode "
+            f"under {variant.name} (Platform._align_hybrid_block_size)"
+        )
     offload, blocks_per_chunk = offload_blocks_per_chunk(flags.kv_transfer_config, block)
     connector = flags.kv_transfer_config is not None
 
