@@ -60,7 +60,8 @@ def render_text(r: dict) -> str:
         lines += [
             "  hit law (tokens restored for a shared prefix of L tokens), PROVED by Z3 for every L >= 1:",
             f"    {law['form']}",
-            f"    smallest L that hits: {_n(law['smallest_hit'])}",
+            f"    smallest L that hits: {_n(law['smallest_hit'])}; "
+            + ", ".join(f"hit({n:,}) = {h:,}" for n, h in law["examples"].items()),
             f"    hypotheses used: {', '.join(law['hypotheses_used'])}",
         ]
     else:

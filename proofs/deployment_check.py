@@ -209,6 +209,8 @@ def hit_law_section(p: Plan) -> dict:
                 "smallest_hit": hitlaw.smallest_hit(law),
             }
         )
+        lengths = sorted({n for n in (section["smallest_hit"], 100_000, 200_000) if n})
+        section["examples"] = {n: law(n) for n in lengths}
     else:
         section["reason"] = law.reason
         if law.outcome is not None and law.outcome.counterexample:
