@@ -7,7 +7,7 @@ import os
 import sys
 
 from models.errors import GridproofError
-from proofs.commands import mine, mutate, prove, report, simulate, source
+from proofs.commands import check, mine, mutate, prove, report, simulate, source
 from proofs.commands.arguments import Parser
 
 
@@ -23,6 +23,7 @@ def build_parser() -> Parser:
     mine.add_parser(sub)
     mutate.add_parser(sub)
     source.add_parser(sub)
+    check.add_parser(sub)
     return parser
 
 

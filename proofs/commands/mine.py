@@ -36,7 +36,7 @@ from proofs.playback import (
 )
 from proofs.views import ViewError
 
-FORMATS = ("text", "json", "pytest")
+FORMATS = ("text", "json", "pytest", "vllm-test")
 ELSEWHERE = "gridproof-regressions"  # the default --out outside the checkout
 
 
@@ -199,6 +199,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(_json(result, documents, written, errors, wall), indent=2))
     elif args.format == "pytest":
         print(render_pytest(documents), end="")
+    elif args.format == "vllm-test":
+        print(_vllm_test(documents, command), end="")
     else:
         print(_text(result, documents, written, vllm, errors, wall))
     for error in errors:
@@ -245,6 +247,8 @@ def _record_geometry(args: argparse.Namespace, out: Path, command: str) -> int:
         print(json.dumps(doc, indent=2))
     elif args.format == "pytest":
         print(render_pytest([doc]), end="")
+    elif args.format == "vllm-test":
+        print(_vllm_test([doc], command), end="")
     else:
         figures = doc["geometry_figures"][args.variant]
         print(f"{geometry.name} / {args.variant}: {args.theorem} fails")
@@ -259,6 +263,15 @@ def _record_geometry(args: argparse.Namespace, out: Path, command: str) -> int:
             print(f"    real vLLM 0.33.0 split: {status}")
         print(f"    {_written(written)}")
     return 0
+
+
+def _vllm_test(documents: list[dict], command: str) -> str:
+    from proofs.vllm_test import render_documents
+
+    try:
+        return render_documents(documents, command)
+    except ValueError as error:
+        raise UsageError(f"--format vllm-test: {error}") from None
 
 
 def _json(result, documents, written, errors, wall: float) -> dict:

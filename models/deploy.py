@@ -1,0 +1,233 @@
+"""A deployment as vLLM 0.33.0's `vllm serve` flags describe it, resolved to a
+geometry: the physical block through `models.config.resolve` (the same model
+of `Platform._align_hybrid_block_size` the catalogue proves things about),
+the scheduler flags as vLLM derives them (vllm-align-mode.md sections 1-3, 6).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+from models.config import ConfigInputs, ResolvedConfig, resolve
+from models.errors import GridproofError
+from models.geometry import DRAFT, RECURRENT, TARGET, CacheGroup, Deployment, Geometry, Request
+from models.hf_config import HybridModel
+from models.variants import Variant
+
+# config/speculative.py use_eagle_block_drop: the EAGLE family; MTP methods are
+# normalised to "mtp" by vLLM (qwen3_next_mtp, deepseek_mtp, ...).
+EAGLE_METHODS = ("eagle", "eagle3", "mtp")
+SPECULATIVE_METHODS = (*EAGLE_METHODS, "ngram", "medusa", "mlp_speculator", "draft_model", "dflash", "suffix")
+OFFLOADING_CONNECTOR = "OffloadingConnector"
+# vLLM 0.33.0 get_batch_defaults for the OpenAI server on a >= 70 GiB GPU.
+DEFAULT_BATCHED_TOKENS = 8192
+TYPICAL_PROMPT_TOKENS = 100_000
+
+
+class DeploymentError(GridproofError):
+    """Flags that vLLM would refuse, or that gridproof cannot model."""
+
+
+@dataclass(frozen=True)
+class ServeFlags:
+    """The `vllm serve` flags that decide where recurrent state is checkpointed."""
+
+    tensor_parallel_size: int = 1
+    decode_context_parallel_size: int = 1
+    block_size: int | None = None
+    mamba_block_size: int | None = None
+    mamba_cache_mode: str | None = None
+    max_num_batched_tokens: int | None = None
+    max_num_scheduled_tokens: int | None = None
+    long_prefill_token_threshold: int = 0
+    max_model_len: int | None = None
+    speculative_config: dict | None = None
+    kv_transfer_config: dict | None = None
+    enable_prefix_caching: bool = True
+    mamba_ssm_cache_dtype: str = "auto"
+
+
+@dataclass(frozen=True)
+class Speculation:
+    method: str
+    num_speculative_tokens: int
+    eagle_block_drop: bool
+    draft_slots: int  # input-budget slots reserved for drafts (max_num_new_slots_for_drafting)
+    separate_draft_group: bool  # an EAGLE head has its own cache group; MTP joins the target's
+
+
+@dataclass(frozen=True)
+class ResolvedDeployment:
+    model: HybridModel
+    flags: ServeFlags
+    config_inputs: ConfigInputs
+    resolved: ResolvedConfig
+    geometry: Geometry
+    speculation: Speculation | None
+    offload: bool
+    max_model_len: int | None
+    notes: tuple[str, ...] = field(default=())
+
+
+def speculation(config: dict | None) -> Speculation | None:
+    if config is None:
+        return None
+    method = config.get("method")
+    if not isinstance(method, str):
+        raise DeploymentError('--speculative-config: needs a "method" string')
+    if method.endswith("mtp"):
+        method = "mtp"
+    if method not in SPECULATIVE_METHODS:
+        known = ", ".join(SPECULATIVE_METHODS)
+        raise DeploymentError(f"--speculative-config: unknown method {method!r} (known: {known})")
+    tokens = config.get("num_speculative_tokens", 1)
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens <= 0:
+        raise DeploymentError(f"--speculative-config: num_speculative_tokens must be positive, got {tokens!r}")
+    disabled = config.get("disable_eagle_block_drop", False)
+    if not isinstance(disabled, bool):
+        raise DeploymentError("--speculative-config: disable_eagle_block_drop must be true or false")
+    eagle = method in EAGLE_METHODS
+    return Speculation(
+        method=method,
+        num_speculative_tokens=tokens,
+        eagle_block_drop=eagle and not disabled,
+        draft_slots=tokens if method in ("eagle", "eagle3") else 0,
+        separate_draft_group=method in ("eagle", "eagle3"),
+    )
+
+
+def offload_blocks_per_chunk(config: dict | None, block_size: int) -> tuple[bool, int]:
+    """(native offload on, GPU blocks per offloaded chunk) from --kv-transfer-config."""
+    if config is None:
+        return False, 1
+    connector = config.get("kv_connector")
+    if not isinstance(connector, str):
+        raise DeploymentError('--kv-transfer-config: needs a "kv_connector" string')
+    if connector != OFFLOADING_CONNECTOR:
+        return False, 1
+    extra = config.get("kv_connector_extra_config", {}) or {}
+    offload_block = extra.get("block_size", block_size) if isinstance(extra, dict) else block_size
+    if isinstance(offload_block, bool) or not isinstance(offload_block, int) or offload_block <= 0:
+        raise DeploymentError(f"--kv-transfer-config: block_size must be a positive integer, got {offload_block!r}")
+    if offload_block % block_size:
+        raise DeploymentError(
+            f"--kv-transfer-config: offload block_size {offload_block} is not a multiple of the GPU block {block_size}"
+        )
+    return True, offload_block // block_size
+
+
+def resolve_deployment(model: HybridModel, flags: ServeFlags, variant: Variant) -> ResolvedDeployment:
+    notes = []
+    if flags.mamba_cache_mode not in (None, "align", "none"):
+        raise DeploymentError(f"--mamba-cache-mode: vLLM 0.33.0 knows align and none, got {flags.mamba_cache_mode!r}")
+    tp, dcp = flags.tensor_parallel_size, flags.decode_context_parallel_size
+    if tp % dcp:
+        raise DeploymentError(f"--decode-context-parallel-size {dcp} must divide --tensor-parallel-size {tp}")
+    if flags.mamba_block_size is not None and not flags.enable_prefix_caching:
+        # VllmConfig.validate_mamba_block_size
+        raise DeploymentError("--mamba-block-size needs prefix caching (vLLM refuses it with prefix caching off)")
+    align = flags.enable_prefix_caching and flags.mamba_cache_mode != "none"
+    spec = speculation(flags.speculative_config)
+    num_spec = spec.num_speculative_tokens if spec else 0
+    kernel_min, preferred = model.kernel_block()
+    page_per_token = model.attention_page_per_token(tp)
+    inputs = ConfigInputs(
+        block_size=flags.block_size or preferred,
+        mamba_block_size=flags.mamba_block_size or 0,
+        mamba_page_size_padded=0,
+        attn_page_per_token=page_per_token,
+        mamba_page=model.state_page(tp, num_spec, flags.mamba_ssm_cache_dtype),
+        kernel_min=kernel_min,
+        backend_alignment=kernel_min,
+        use_mla=model.use_mla,
+        align_mode=align,
+        checkpoint_alignment=0,
+        explicit_mamba_block_size=flags.mamba_block_size is not None,
+    )
+    resolved = resolve(variant, inputs)
+    block = resolved.block_size
+    if flags.mamba_block_size is not None and align and resolved.mamba_block_size != flags.mamba_block_size:
+        notes.append(
+            f"--mamba-block-size {flags.mamba_block_size:,} is overwritten by the block size {block:,} in align mode "
+            f"under {variant.name} (Platform._align_hybrid_block_size)"
+        )
+    offload, blocks_per_chunk = offload_blocks_per_chunk(flags.kv_transfer_config, block)
+    connector = flags.kv_transfer_config is not None
+
+    # The prompt budget: --max-num-scheduled-tokens, else the batched tokens less the draft slots
+    # (scheduler.py:719-722).
+    slots = spec.draft_slots if spec else 0
+    budget = flags.max_num_scheduled_tokens
+    if budget is None:
+        batched = flags.max_num_batched_tokens or DEFAULT_BATCHED_TOKENS
+        if flags.max_num_batched_tokens is None:
+            notes.append(f"no --max-num-batched-tokens: vLLM's server default {DEFAULT_BATCHED_TOKENS:,} assumed")
+        budget = batched - slots
+        if budget <= 0:
+            raise DeploymentError(f"--max-num-batched-tokens {batched} leaves nothing after {slots} draft slots")
+    # num_hash_lookahead_tokens (config/vllm.py:655-692): 0 with a connector, without block drop or prefix caching.
+    drop = bool(spec and spec.eagle_block_drop)
+    lookahead = 1 if drop and not connector and flags.enable_prefix_caching else 0
+    max_model_len = flags.max_model_len or model.max_position_embeddings
+    sharded = dcp > 1
+    groups = [CacheGroup(TARGET, block, dcp_sharded=sharded), CacheGroup(RECURRENT, block)]
+    if spec and spec.eagle_block_drop:
+        # An EAGLE head runs at DCP1 (unsharded) in a group of its own; an MTP layer shares the
+        # target's spec, and so its group. Either group is annotated is_eagle_group.
+        if spec.separate_draft_group:
+            groups.append(CacheGroup(DRAFT, block, dcp_sharded=False, eagle=True))
+        else:
+            groups.append(CacheGroup(DRAFT, block, dcp_sharded=sharded, eagle=True))
+    prompt = TYPICAL_PROMPT_TOKENS if max_model_len is None else min(TYPICAL_PROMPT_TOKENS, max_model_len - 1)
+    deployment = Deployment(
+        dcp_size=dcp,
+        block_size=block,
+        max_num_scheduled_tokens=budget,
+        long_prefill_token_threshold=flags.long_prefill_token_threshold,
+        eagle_block_drop=drop,
+        hash_lookahead_tokens=lookahead,
+        mamba_block_size=flags.mamba_block_size,
+        prefill_checkpoint_alignment=model.prefill_checkpoint_alignment,
+        offload_blocks_per_chunk=blocks_per_chunk,
+    )
+    geometry = Geometry(
+        name=f"{model.name}-tp{tp}" + (f"-dcp{dcp}" if dcp > 1 else ""),
+        description=f"{model.name} from vLLM flags",
+        deployment=deployment,
+        groups=tuple(groups),
+        request=Request(prompt_tokens=max(prompt, 1)),
+        source=model.source,
+    )
+    return ResolvedDeployment(
+        model=model,
+        flags=flags,
+        config_inputs=inputs,
+        resolved=resolved,
+        geometry=geometry,
+        speculation=spec,
+        offload=offload,
+        max_model_len=max_model_len,
+        notes=tuple(notes),
+    )
+
+
+def geometry_toml(geometry: Geometry) -> str:
+    """The geometry as a TOML file `simulate` loads (models/geometry.py)."""
+    d = geometry.deployment
+    lines = [
+        f"# {geometry.description}. Written by `gridproof check --emit-geometry`; model: {geometry.source}",
+        f'name = "{geometry.name}"',
+        f'description = "{geometry.description}"',
+        "",
+        "[deployment]",
+    ]
+    defaults = {f.name: f.default for f in fields(Deployment)}
+    for key, value in d.__dict__.items():
+        if value is None or value == defaults[key] and key not in ("dcp_size", "block_size"):
+            continue
+        lines.append(f"{key} = {str(value).lower() if isinstance(value, bool) else value}")
+    for group in geometry.groups:
+        lines += ["", "[[groups]]", f'kind = "{group.kind}"', f"block_size = {group.block_size}"]
+        lines += [f"dcp_sharded = {str(group.dcp_sharded).lower()}", f"eagle = {str(group.eagle).lower()}"]
+    lines += ["", "[request]", f"prompt_tokens = {geometry.request.prompt_tokens}", ""]
+    return "\n".join(lines)

@@ -1,0 +1,269 @@
+"""What vLLM 0.33.0 reads from a hybrid model's Hugging Face config.json:
+the attention page per token and the recurrent state tensors of one rank.
+
+State shapes follow `MambaStateShapeCalculator` and dtypes
+`MambaStateDtypeCalculator` (model_executor/layers/mamba/mamba_utils.py);
+attention pages follow `FullAttentionSpec` / `MLAAttentionSpec` with
+`block_size=1` (vllm-align-mode.md section 1.3). Built-in configs live in
+models/families/, each a trimmed config.json naming its source.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from models.errors import GridproofError
+
+FAMILY_DIR = Path(__file__).parent / "families"
+DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "int8": 1, "fp8": 1}
+SSM_CACHE_DTYPES = ("auto", "float32", "bfloat16", "float16")
+# The selected attention backend's smallest kernel block and preferred block:
+# FLASH_ATTN / FLASHINFER / TRITON (16, 16), FLASHMLA for MLA models (64, 64).
+ATTENTION_KERNEL = {False: (16, 16), True: (64, 64)}
+
+
+class ModelConfigError(GridproofError):
+    """A config.json gridproof cannot read; the message names the field."""
+
+
+@dataclass(frozen=True)
+class StateTensor:
+    shape: tuple[int, ...]
+    dtype: str
+
+    @property
+    def bytes(self) -> int:
+        return math.prod(self.shape) * DTYPE_BYTES[self.dtype]
+
+
+@dataclass(frozen=True)
+class HybridModel:
+    name: str
+    model_type: str
+    source: str
+    use_mla: bool
+    kv_heads: int  # total KV heads (1 latent head for MLA)
+    head_size: int  # per KV head: head_dim, or kv_lora_rank + rope dim for MLA
+    dtype: str
+    state_kind: str  # mamba1, mamba2, gdn, kda, linear_attention
+    fields: dict
+    prefill_checkpoint_alignment: int | None
+    max_position_embeddings: int | None
+
+    def kv_heads_per_rank(self, tp: int) -> int:
+        return 1 if self.use_mla else max(1, self.kv_heads // tp)
+
+    def attention_page_per_token(self, tp: int) -> int:
+        """Bytes one token's K and V (one latent for MLA) take on one rank."""
+        per_head = self.head_size if self.use_mla else 2 * self.head_size
+        return self.kv_heads_per_rank(tp) * per_head * DTYPE_BYTES[self.dtype]
+
+    def kernel_block(self) -> tuple[int, int]:
+        """(smallest kernel block, preferred block) of the attention backend."""
+        return ATTENTION_KERNEL[self.use_mla]
+
+    def state(self, tp: int, num_spec: int, ssm_cache_dtype: str) -> tuple[StateTensor, ...]:
+        shapes = _STATE_SHAPES[self.state_kind](self.fields, tp, num_spec)
+        dtypes = _state_dtypes(self, ssm_cache_dtype)
+        return tuple(StateTensor(s, d) for s, d in zip(shapes, dtypes, strict=True))
+
+    def state_page(self, tp: int, num_spec: int, ssm_cache_dtype: str) -> int:
+        return sum(t.bytes for t in self.state(tp, num_spec, ssm_cache_dtype))
+
+
+def _divide(name: str, total: int, tp: int) -> int:
+    # vLLM's `divide` asserts divisibility: a TP size that does not split the heads is refused there too.
+    if total % tp:
+        raise ModelConfigError(f"--tensor-parallel-size {tp} does not divide {name} = {total}")
+    return total // tp
+
+
+def _extra_groups(groups: int, tp: int) -> int:
+    return 0 if groups % tp == 0 else tp - groups
+
+
+def _mamba1(f: dict, tp: int, num_spec: int):
+    inner = f["mamba_expand"] * f["hidden_size"]
+    conv = _divide("the Mamba inner size", inner, tp)
+    return (conv, f["mamba_d_conv"] - 1), (conv, f["mamba_d_state"])
+
+
+def _mamba2(f: dict, tp: int, num_spec: int):
+    groups = f["n_groups"] + _extra_groups(f["n_groups"], tp)
+    conv_dim = f["intermediate"] + 2 * groups * f["state_size"]
+    conv = (_divide("the Mamba-2 conv dimension", conv_dim, tp), f["conv_kernel"] - 1 + num_spec)
+    return conv, (_divide("the Mamba-2 heads", f["num_heads"], tp), f["head_dim"], f["state_size"])
+
+
+def _gdn(f: dict, tp: int, num_spec: int):
+    conv_dim = f["linear_key_head_dim"] * f["linear_num_key_heads"] * 2
+    conv_dim += f["linear_value_head_dim"] * f["linear_num_value_heads"]
+    conv = (_divide("the GDN conv dimension", conv_dim, tp), f["linear_conv_kernel_dim"] - 1 + num_spec)
+    heads = _divide("linear_num_value_heads", f["linear_num_value_heads"], tp)
+    return conv, (heads, f["linear_value_head_dim"], f["linear_key_head_dim"])
+
+
+def _kda(f: dict, tp: int, num_spec: int):
+    heads, dim, kernel = f["num_heads"], f["head_dim"], f["short_conv_kernel_size"]
+    conv = (_divide("the KDA conv dimension", 3 * heads * dim, tp), kernel - 1 + num_spec)
+    return conv, (_divide("linear_attn_config.num_heads", heads, tp), dim, dim)
+
+
+def _linear_attention(f: dict, tp: int, num_spec: int):
+    return ((f["num_attention_heads"] // tp, f["head_dim"], f["head_dim"]),)
+
+
+_STATE_SHAPES = {
+    "mamba1": _mamba1,
+    "mamba2": _mamba2,
+    "gdn": _gdn,
+    "kda": _kda,
+    "linear_attention": _linear_attention,
+}
+
+
+def _state_dtypes(model: HybridModel, ssm_cache_dtype: str) -> tuple[str, ...]:
+    conv = model.dtype  # --mamba-cache-dtype auto: the model dtype
+    if model.state_kind == "linear_attention":
+        return (conv,)
+    if model.state_kind == "kda":
+        # kda_state_dtype: float32 unless float32 or bfloat16 is asked for.
+        if ssm_cache_dtype not in ("auto", "float32", "bfloat16"):
+            raise ModelConfigError(f"--mamba-ssm-cache-dtype: KDA takes auto, float32, bfloat16, not {ssm_cache_dtype}")
+        return conv, ("float32" if ssm_cache_dtype == "auto" else ssm_cache_dtype)
+    if ssm_cache_dtype == "auto":
+        # Model configs such as NemotronH's turn "auto" into the checkpoint's own SSM dtype.
+        ssm_cache_dtype = model.fields.get("mamba_ssm_cache_dtype", "auto")
+    return conv, (conv if ssm_cache_dtype == "auto" else ssm_cache_dtype)
+
+
+# --- reading a config.json, per model_type ---------------------------------------------------------
+
+
+def _need(config: dict, key: str, where: str = ""):
+    value = config.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, str, dict)):
+        raise ModelConfigError(f"{where}{key}: missing or not a number")
+    if isinstance(value, int) and value <= 0:
+        raise ModelConfigError(f"{where}{key}: must be positive, got {value}")
+    return value
+
+
+def _attention(config: dict) -> tuple[int, int]:
+    heads = _need(config, "num_key_value_heads")
+    head_dim = config.get("head_dim") or _need(config, "hidden_size") // _need(config, "num_attention_heads")
+    return heads, head_dim
+
+
+def _read_gdn(c: dict):
+    keys = ("linear_num_key_heads", "linear_key_head_dim", "linear_num_value_heads", "linear_value_head_dim")
+    fields = {k: _need(c, k) for k in (*keys, "linear_conv_kernel_dim")}
+    return False, *_attention(c), "gdn", fields
+
+
+def _read_mamba2(c: dict, prefix: str):
+    names = {
+        "nemotron_": ("mamba_num_heads", "mamba_head_dim", "n_groups", "ssm_state_size", "conv_kernel"),
+        "mamba_": ("mamba_n_heads", "mamba_d_head", "mamba_n_groups", "mamba_d_state", "mamba_d_conv"),
+    }[prefix]
+    heads, head_dim, groups, state, kernel = (_need(c, k) for k in names)
+    inner = c.get("mamba_d_ssm") or heads * head_dim
+    fields = {
+        "num_heads": heads,
+        "head_dim": head_dim,
+        "n_groups": groups,
+        "state_size": state,
+        "conv_kernel": kernel,
+        "intermediate": inner,
+    }
+    if "mamba_ssm_cache_dtype" in c:
+        fields["mamba_ssm_cache_dtype"] = c["mamba_ssm_cache_dtype"]
+    return False, *_attention(c), "mamba2", fields
+
+
+def _read_mamba1(c: dict):
+    fields = {k: _need(c, k) for k in ("mamba_expand", "hidden_size", "mamba_d_state", "mamba_d_conv")}
+    return False, *_attention(c), "mamba1", fields
+
+
+def _read_kda(c: dict):
+    linear = _need(c, "linear_attn_config")
+    if not isinstance(linear, dict):
+        raise ModelConfigError("linear_attn_config: expected an object")
+    fields = {k: _need(linear, k, "linear_attn_config.") for k in ("num_heads", "head_dim", "short_conv_kernel_size")}
+    return True, 1, _need(c, "kv_lora_rank") + _need(c, "qk_rope_head_dim"), "kda", fields
+
+
+def _read_linear_attention(c: dict):
+    fields = {k: _need(c, k) for k in ("num_attention_heads", "head_dim")}
+    return False, *_attention(c), "linear_attention", fields
+
+
+READERS = {
+    "qwen3_next": _read_gdn,
+    "qwen3_5": _read_gdn,
+    "qwen3_5_text": _read_gdn,
+    "qwen3_5_moe": _read_gdn,
+    "nemotron_h": lambda c: _read_mamba2(c, "nemotron_"),
+    "granitemoehybrid": lambda c: _read_mamba2(c, "mamba_"),
+    "falcon_h1": lambda c: _read_mamba2(c, "mamba_"),
+    "jamba": _read_mamba1,
+    "kimi_linear": _read_kda,
+    "kimi_k3": _read_kda,
+    "minimax_text_01": _read_linear_attention,
+    "minimax_m1": _read_linear_attention,
+}
+
+
+def parse_model(config: dict, name: str, source: str = "") -> HybridModel:
+    if not isinstance(config, dict):
+        raise ModelConfigError(f"{name}: expected a JSON object")
+    if "text_config" in config and "model_type" in config.get("text_config", {}):
+        config = {**config["text_config"], **{k: v for k, v in config.items() if k == "_source"}}
+    model_type = config.get("model_type")
+    if model_type not in READERS:
+        known = ", ".join(sorted(READERS))
+        raise ModelConfigError(f"{name}: model_type {model_type!r} is not a hybrid gridproof reads (known: {known})")
+    dtype = str(config.get("dtype") or config.get("torch_dtype") or "bfloat16")
+    if dtype not in DTYPE_BYTES:
+        raise ModelConfigError(f"{name}: dtype {dtype!r} is not one of {', '.join(DTYPE_BYTES)}")
+    use_mla, kv_heads, head_size, kind, fields = READERS[model_type](config)
+    alignment = config.get("prefill_checkpoint_alignment")
+    return HybridModel(
+        name=name,
+        model_type=model_type,
+        source=str(config.get("_source", source)),
+        use_mla=use_mla,
+        kv_heads=kv_heads,
+        head_size=head_size,
+        dtype=dtype,
+        state_kind=kind,
+        fields=fields,
+        prefill_checkpoint_alignment=alignment,
+        max_position_embeddings=config.get("max_position_embeddings"),
+    )
+
+
+def builtin_model_names() -> list[str]:
+    return sorted(p.stem for p in FAMILY_DIR.glob("*.json"))
+
+
+def load_model(name_or_path: str) -> HybridModel:
+    """A built-in family by name (e.g. `kimi-k3`) or a config.json path."""
+    builtin = FAMILY_DIR / f"{name_or_path}.json"
+    path = builtin if builtin.exists() else Path(name_or_path)
+    if not path.exists():
+        raise ModelConfigError(
+            f"--model {name_or_path}: no such config.json or built-in model"
+            f" (built-in: {', '.join(builtin_model_names())})"
+        )
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ModelConfigError(f"--model {path}: cannot read: {error.strerror}") from None
+    except json.JSONDecodeError as error:
+        raise ModelConfigError(f"--model {path}: not valid JSON: {error}") from None
+    return parse_model(config, name=path.stem if builtin.exists() else str(path), source=str(path))

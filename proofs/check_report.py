@@ -1,0 +1,185 @@
+"""`gridproof check`'s answer, as text and as JSON, and `--sweep`'s table."""
+
+from __future__ import annotations
+
+from models.deploy import ServeFlags, resolve_deployment
+from models.errors import GridproofError
+
+
+def _n(value) -> str:
+    return "none" if value is None else f"{value:,}"
+
+
+def _positions(values: list[int], limit: int = 8) -> str:
+    if not values:
+        return "none"
+    shown = [f"{v:,}" for v in values]
+    if len(shown) > limit:
+        shown = shown[: limit - 2] + [f"... ({len(values) - limit + 1} more)", shown[-1]]
+    return ", ".join(shown)
+
+
+def render_text(r: dict) -> str:
+    d = r["deployment"]
+    p = r["plan"]
+    flags, model, resolved = d.flags, d.model, d.resolved
+    geometry = p.geometry
+    dep = geometry.deployment
+    spec = d.speculation
+    lines = [
+        f"gridproof check  {model.name}  TP{flags.tensor_parallel_size} DCP{flags.decode_context_parallel_size}"
+        f"  variant {r['variant']}",
+        f"  model: {model.model_type}, {'MLA' if model.use_mla else 'GQA'} attention "
+        f"{d.config_inputs.attn_page_per_token:,} B/token/rank, {model.state_kind} state "
+        f"{d.config_inputs.mamba_page:,} B/rank",
+        f"  resolved (Platform._align_hybrid_block_size, models/config.py): block {resolved.block_size:,}, "
+        f"kernel alignment {resolved.kernel_alignment:,}, padded state page {resolved.mamba_page_size_padded:,} B",
+        f"  budget {dep.max_num_scheduled_tokens:,} prompt tokens per step"
+        + (f", long-prefill threshold {dep.long_prefill_token_threshold:,}" if dep.long_prefill_token_threshold else "")
+        + (f"; {spec.method} x{spec.num_speculative_tokens}" if spec else "; no speculative decoding")
+        + f"; EAGLE block drop {'on' if p.split.eagle_drop else 'off'}, hash lookahead {p.split.lookahead}"
+        + (f"; native offload, {dep.offload_blocks_per_chunk} block(s) per chunk" if d.offload else ""),
+    ]
+    lines += [f"  note: {note}" for note in d.notes]
+    lines.append("  groups:")
+    for g in r["groups"]:
+        extra = " (EAGLE)" if g["eagle"] else ""
+        lines.append(f"    {g['kind']:<17} span {g['span']:>9,}  grid {g['grid']:<12} {g['how']}{extra}")
+    typical = r["typical"]
+    lines += [
+        f"  cadence: checkpoints published where a chunk ends on a multiple of R = {r['cadence']:,}; "
+        f"the split aligns chunks to {r['split_grid']:,}",
+        f"  typical request ({typical['tokens']:,} tokens, {typical['steps']} steps): published at "
+        f"{_positions(typical['published'])}",
+        f"    first position a later request can restore: {_n(typical['first_restorable'])}; "
+        f"restored by a later identical request: GPU {typical['restored_gpu']:,}"
+        + (f", offload {typical['restored_offload']:,}" if d.offload else ""),
+    ]
+    law = r["hit_law"]
+    if law["proved"]:
+        lines += [
+            "  hit law (tokens restored for a shared prefix of L tokens), PROVED by Z3 for every L >= 1:",
+            f"    {law['form']}",
+            f"    smallest L that hits: {_n(law['smallest_hit'])}; "
+            + ", ".join(f"hit({n:,}) = {h:,}" for n, h in law["examples"].items()),
+            f"    hypotheses used: {', '.join(law['hypotheses_used'])}",
+        ]
+    else:
+        lines.append(f"  hit law: {law['verdict']}, not proved: {law.get('reason', '')}")
+        if law.get("counterexample"):
+            lines.append(f"    counterexample: {law['counterexample']}")
+    guard = r["guard"]
+    if guard["accepts"]:
+        lines.append(
+            f"  pr457-guarded's check: accepts (cadence {guard['cadence']:,} is a multiple of every target span)"
+        )
+    else:
+        g = guard["breaking_group"]
+        lines.append(
+            f"  pr457-guarded's check: REJECTS: cadence {guard['cadence']:,} is not a multiple of {g['kind']} group "
+            f"{g['index']}'s span {g['span']:,}"
+        )
+        cx = guard.get("counterexample")
+        if cx:
+            lines.append(
+                f"    failing prefix: {cx['prefix_tokens']:,} tokens; its published checkpoint lies inside target "
+                f"block [{cx['target_block'][0]:,}, {cx['target_block'][1]:,}) (replayed: {cx['replayed']})"
+            )
+    lines.append(f"  aligned (every published checkpoint on every target boundary): {r['aligned']['verdict']}")
+    for warning in r["warnings"]:
+        lines.append(f"  warning: {warning}")
+    lines.append("  valid --mamba-block-size values near the budget (pr457-guarded):")
+    lines.append(f"    {'value':>9} {'ckpts/100k':>10} {'worst recompute':>15} {'slots':>5} {'table cols':>10}")
+    for row in r["recommendations"]:
+        lines.append(
+            f"    {row['mamba_block_size']:>9,} {row['checkpoints_per_100k_tokens']:>10} "
+            f"{row['worst_recompute_tokens']:>15,} {row['state_slots_resident']:>5} {row['state_table_columns']:>10,}"
+        )
+    if r["ok"]:
+        lines.append(f"ALIGNED (exit 0), {r['seconds']:.2f} s")
+    else:
+        lines += [f"NOT ALIGNED (exit 1): {why}" for why in r["why"]]
+    return "\n".join(lines)
+
+
+def render_json(r: dict) -> dict:
+    d = r["deployment"]
+    law = {k: v for k, v in r["hit_law"].items() if k != "law"}
+    return {
+        "model": d.model.name,
+        "model_source": d.model.source,
+        "variant": r["variant"],
+        "flags": d.flags.__dict__,
+        "resolved": {
+            "block_size": d.resolved.block_size,
+            "mamba_block_size": d.resolved.mamba_block_size,
+            "mamba_page_size_padded": d.resolved.mamba_page_size_padded,
+            "kernel_alignment": d.resolved.kernel_alignment,
+            "attention_page_per_token": d.config_inputs.attn_page_per_token,
+            "state_page": d.config_inputs.mamba_page,
+        },
+        "max_num_scheduled_tokens": d.geometry.deployment.max_num_scheduled_tokens,
+        "eagle_block_drop": r["plan"].split.eagle_drop,
+        "hash_lookahead_tokens": r["plan"].split.lookahead,
+        "offload": d.offload,
+        "groups": r["groups"],
+        "cadence": r["cadence"],
+        "split_grid": r["split_grid"],
+        "typical_request": r["typical"],
+        "hit_law": law,
+        "aligned": r["aligned"],
+        "pr457_guarded": r["guard"],
+        "warnings": r["warnings"],
+        "recommendations": r["recommendations"],
+        "notes": list(d.notes),
+        "ok": r["ok"],
+        "why": r["why"],
+        "seconds": round(r["seconds"], 3),
+    }
+
+
+def sweep(model, flags: ServeFlags, variant, field: str, values: list[int]) -> list[dict]:
+    """One row per value of one flag: the concrete model only (no proofs)."""
+    from models.plan import plan
+    from proofs.deployment_check import guard_verdict, typical_request
+
+    rows = []
+    for value in values:
+        row = {field: value}
+        try:
+            changed = ServeFlags(**{**flags.__dict__, field: value or None})
+            deployment = resolve_deployment(model, changed, variant)
+            p = plan(variant, deployment.geometry)
+            typical = typical_request(p)
+            on_targets = all(not any(e % s for s in p.target_spans) for e in typical["published"])
+            row.update(
+                block=deployment.resolved.block_size,
+                cadence=p.cadence,
+                published_per_100k=sum(1 for e in typical["published"] if e <= 100_000),
+                first_restorable=typical["first_restorable"],
+                restored_gpu=typical["restored_gpu"],
+                guard_accepts=guard_verdict(deployment, deployment.geometry)["accepts"],
+                ok=on_targets and (p.accepted or not variant.guarded),
+            )
+        except GridproofError as error:
+            row.update(error=str(error), ok=False)
+        rows.append(row)
+    return rows
+
+
+def render_sweep(field: str, rows: list[dict]) -> str:
+    flag = "--" + field.replace("_", "-")
+    lines = [
+        f"{flag:>26} {'block':>7} {'cadence':>8} {'published/100k':>14} {'first restorable':>16} "
+        f"{'restored':>9} {'guard':>6}  aligned   (typical request, simulated; not proved)"
+    ]
+    for row in rows:
+        if "error" in row:
+            lines.append(f"{row[field]:>26,}  {row['error']}")
+            continue
+        lines.append(
+            f"{row[field]:>26,} {row['block']:>7,} {row['cadence']:>8,} {row['published_per_100k']:>14} "
+            f"{_n(row['first_restorable']):>16} {row['restored_gpu']:>9,} {'yes' if row['guard_accepts'] else 'no':>6}"
+            f"  {'yes' if row['ok'] else 'NO'}"
+        )
+    return "\n".join(lines)

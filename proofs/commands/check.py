@@ -1,0 +1,223 @@
+"""`gridproof check`: is this deployment's prefix cache right? Asked in
+vLLM's own `vllm serve` flags, answered with the group grids, where
+checkpoints are published, the hit law proved for every prompt length, and
+an exit status: 0 aligned, 1 not aligned, 2 bad input."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+from models.deploy import ServeFlags, geometry_toml, resolve_deployment
+from models.errors import GridproofError
+from models.hf_config import SSM_CACHE_DTYPES, builtin_model_names, load_model
+from models.variants import get_variant
+
+SWEEPABLE = {
+    "mamba-block-size": "mamba_block_size",
+    "block-size": "block_size",
+    "max-num-scheduled-tokens": "max_num_scheduled_tokens",
+    "max-num-batched-tokens": "max_num_batched_tokens",
+    "long-prefill-token-threshold": "long_prefill_token_threshold",
+    "tensor-parallel-size": "tensor_parallel_size",
+    "decode-context-parallel-size": "decode_context_parallel_size",
+}
+MAX_SWEEP_ROWS = 64
+
+
+class CheckUsageError(GridproofError):
+    """Bad input to `gridproof check`: one line, exit status 2."""
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
+    return value
+
+
+def _json_object(text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"not valid JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
+    return value
+
+
+def _variant(text: str):
+    try:
+        return get_variant(text)
+    except GridproofError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _sweep(text: str) -> tuple[str, list[int]]:
+    """FLAG=a..b[:step] or FLAG=a,b,c."""
+    flag, _, values = text.partition("=")
+    flag = flag.removeprefix("--").replace("_", "-")
+    if flag not in SWEEPABLE or not values:
+        raise argparse.ArgumentTypeError(f"expected FLAG=a..b or FLAG=a,b,c with FLAG one of {', '.join(SWEEPABLE)}")
+    try:
+        if ".." in values:
+            bounds, _, step = values.partition(":")
+            low, high = (int(v) for v in bounds.split(".."))
+            numbers = list(range(low, high + 1, int(step) if step else 1))
+        else:
+            numbers = [int(v) for v in values.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected integers in {text!r}") from None
+    if not numbers or any(v < 0 for v in numbers):
+        raise argparse.ArgumentTypeError(f"expected a non-empty range of non-negative integers, got {values!r}")
+    if len(numbers) > MAX_SWEEP_ROWS:
+        raise argparse.ArgumentTypeError(f"{len(numbers)} values: at most {MAX_SWEEP_ROWS} (give a step: a..b:STEP)")
+    return SWEEPABLE[flag], numbers
+
+
+def add_parser(sub) -> None:
+    parser = sub.add_parser(
+        "check",
+        help="check a deployment given in vLLM's own flags: grids, published checkpoints, the proved hit law",
+        allow_abbrev=False,
+        description="Answer, for one vLLM deployment, where recurrent checkpoints land and what a later request "
+        "restores. Exit 0: aligned; 1: not aligned (with why); 2: bad input.",
+    )
+    parser.add_argument(
+        "--model",
+        default="kimi-k3",
+        help=f"a Hugging Face config.json, or a built-in model: {', '.join(builtin_model_names())} (default kimi-k3)",
+    )
+    vllm = parser.add_argument_group("vLLM flags (vllm serve's names and spellings)")
+    vllm.add_argument("--tensor-parallel-size", "-tp", type=_positive, metavar="N", default=1)
+    vllm.add_argument("--decode-context-parallel-size", "-dcp", type=_positive, metavar="N", default=1)
+    vllm.add_argument("--block-size", type=_positive, metavar="N")
+    vllm.add_argument("--mamba-block-size", type=_positive, metavar="N")
+    vllm.add_argument("--mamba-cache-mode", choices=("align", "none"))
+    vllm.add_argument("--max-num-batched-tokens", type=_positive, metavar="N")
+    vllm.add_argument("--max-num-scheduled-tokens", type=_positive, metavar="N")
+    vllm.add_argument("--long-prefill-token-threshold", type=_non_negative, metavar="N", default=0)
+    vllm.add_argument("--max-model-len", type=_positive, metavar="N")
+    vllm.add_argument("--speculative-config", type=_json_object, metavar="JSON")
+    vllm.add_argument("--kv-transfer-config", type=_json_object, metavar="JSON")
+    vllm.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction, default=True)
+    vllm.add_argument("--mamba-ssm-cache-dtype", choices=SSM_CACHE_DTYPES, default="auto")
+    parser.add_argument(
+        "--variant", type=_variant, default="baseline", help="baseline (vLLM 0.33.0, default), pr457, pr457-guarded"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--emit-geometry", metavar="FILE", help="also write the resolved geometry TOML (for simulate)")
+    parser.add_argument(
+        "--emit-vllm-test",
+        metavar="FILE",
+        help="write a pytest file for a vLLM checkout replaying this deployment's prefill through the real split",
+    )
+    parser.add_argument("--sweep", type=_sweep, metavar="FLAG=a..b", help="tabulate one flag's values (no proofs)")
+    _one_line_errors(parser)
+    parser.set_defaults(run=run)
+
+
+def _one_line_errors(parser: argparse.ArgumentParser) -> None:
+    """vLLM spellings (`--max_model_len` for `--max-model-len`), every unknown
+    flag refused, and every parse error one line with exit status 2."""
+    known = parser.parse_known_args
+
+    def parse_known_args(args=None, namespace=None):
+        args = [_dashes(a) for a in (sys.argv[1:] if args is None else args)]
+        namespace, extras = known(args, namespace)
+        if extras:
+            unknown = [a.partition("=")[0] for a in extras if a.startswith("-")] or extras
+            parser.error(
+                f"unknown flag{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)} (gridproof check reads only "
+                "the vLLM flags that place recurrent checkpoints; see gridproof check --help)"
+            )
+        return namespace, extras
+
+    def error(message: str):
+        print(f"gridproof check: error: {message}", file=sys.stderr)
+        sys.exit(2)
+
+    parser.parse_known_args = parse_known_args
+    parser.error = error
+
+
+def _dashes(argument: str) -> str:
+    if argument.startswith("--") and "_" in argument:
+        name, equals, value = argument.partition("=")
+        return name.replace("_", "-") + equals + value
+    return argument
+
+
+def flags_from(args: argparse.Namespace) -> ServeFlags:
+    """The vLLM flags parsed: each is a ServeFlags field of the same name."""
+    return ServeFlags(**{f.name: getattr(args, f.name) for f in fields(ServeFlags)})
+
+
+def run(args: argparse.Namespace) -> int:
+    from proofs.check_report import render_json, render_sweep, render_text, sweep
+    from proofs.deployment_check import analyse
+
+    variant = args.variant if not isinstance(args.variant, str) else get_variant(args.variant)
+    model = load_model(args.model)
+    flags = flags_from(args)
+    if args.sweep:
+        field, values = args.sweep
+        rows = sweep(model, flags, variant, field, values)
+        print(json.dumps(rows, indent=2) if args.json else render_sweep(field, rows))
+        return 0 if all(r.get("ok") for r in rows) else 1
+    deployment = resolve_deployment(model, flags, variant)
+    if not flags.enable_prefix_caching or flags.mamba_cache_mode == "none":
+        message = "prefix caching of the recurrent state is off (mamba cache mode none): nothing is ever restored"
+        print(json.dumps({"ok": False, "why": [message]}) if args.json else f"NOT ALIGNED: {message}")
+        return 1
+    if args.emit_geometry:
+        try:
+            Path(args.emit_geometry).write_text(geometry_toml(deployment.geometry), encoding="utf-8")
+        except OSError as error:
+            raise CheckUsageError(f"--emit-geometry: cannot write {args.emit_geometry}: {error.strerror}") from None
+    if args.emit_vllm_test:
+        _emit_vllm_test(deployment, args.emit_vllm_test)
+    result = analyse(deployment, variant)
+    print(json.dumps(render_json(result), indent=2) if args.json else render_text(result))
+    return 0 if result["ok"] else 1
+
+
+def _emit_vllm_test(deployment, path: str) -> None:
+    """The deployment's prefill under vLLM 0.33.0 (the split a vLLM checkout
+    runs), cut just past its first checkpoint off a target boundary."""
+    from models.plan import plan
+    from models.prefill import run_prefill
+    from models.variants import BASELINE
+    from proofs.vllm_test import case_from_plan, render
+
+    p = plan(BASELINE, deployment.geometry)
+    budget = p.geometry.deployment.max_num_scheduled_tokens
+    published = run_prefill(p, budget).published
+    off = [e for e in published if any(e % span for span in p.target_spans)]
+    if not off:
+        raise CheckUsageError("--emit-vllm-test: under vLLM 0.33.0 every published checkpoint is on target: no case")
+    prompt = min(p.geometry.request.prompt_tokens, off[0] + 2 * p.split.block + 1)
+    why = f"{deployment.geometry.name}: the checkpoint at {off[0]:,} lies off the target spans"
+    case = case_from_plan(p, deployment.geometry.name, why, prompt_tokens=prompt)
+    command = shlex.join(["gridproof", *sys.argv[1:]]) if sys.argv[1:2] == ["check"] else "gridproof check"
+    try:
+        Path(path).write_text(render([case], command), encoding="utf-8")
+    except OSError as error:
+        raise CheckUsageError(f"--emit-vllm-test: cannot write {path}: {error.strerror}") from None

@@ -1,0 +1,284 @@
+"""`gridproof check`'s analysis of one deployment: what the cache groups'
+grids are, where checkpoints are published, what a later request restores,
+the hit law proved for every prompt length, and whether the deployment is
+aligned (every published checkpoint on every target-attention boundary).
+
+Everything is read from the same model `simulate` runs (models.plan,
+models.prefill, models.reuse); the proofs are Z3 obligations through
+proofs.solver, and every counterexample is replayed on the concrete model.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from models import arith
+from models.deploy import ResolvedDeployment
+from models.geometry import DRAFT, RECURRENT, TARGET
+from models.plan import Plan, plan
+from models.prefill import publishes, run_prefill
+from models.reuse import gpu_restore, offload_restore
+from models.scheduler import last_cacheable_position
+from models.variants import PR457, PR457_GUARDED, Variant
+from proofs import hitlaw
+from proofs.solver import PROVED, REFUTED, Claim, Kind, Var, decide, fresh_context
+
+PER_TOKENS = 100_000  # "published checkpoints per 100k tokens"
+
+
+def _aligned_claim(cadence: int, spans: tuple[int, ...]):
+    """Every chunk end that publishes lies on every target boundary: the
+    catalogue's step lemma (prefill-published-on-target-boundaries) for
+    this deployment's sizes."""
+
+    def formula(variant, x):
+        end, tokens = x["end"], x["tokens"]
+        return Claim(
+            hypotheses={"a chunk end within the request": arith.all_of(0 <= end, end <= tokens)},
+            goal=arith.implies(
+                publishes(end, cadence, tokens), arith.all_in(arith.divides(span, end) for span in spans)
+            ),
+        )
+
+    return formula
+
+
+def prove_aligned(p: Plan):
+    with fresh_context():
+        return decide(
+            _aligned_claim(p.cadence, p.target_spans),
+            (Var("end", Kind.INT), Var("tokens", Kind.INT)),
+            p.variant,
+            strategy="linear",
+        )
+
+
+def _groups(p: Plan) -> list[dict]:
+    dcp = p.geometry.deployment.dcp_size
+    groups = []
+    for i, group in enumerate(p.geometry.groups):
+        span = p.cadence if group.kind == RECURRENT else group.span(dcp)
+        how = f"{group.block_size:,} x DCP{dcp}" if group.dcp_sharded and dcp > 1 else f"{group.block_size:,}"
+        if group.kind == RECURRENT:
+            how = "the recurrent cadence R (MambaSpec block size)"
+        groups.append(
+            {"index": i, "kind": group.kind, "span": span, "eagle": group.eagle, "how": how, "grid": f"{span:,}·ℕ"}
+        )
+    return groups
+
+
+def typical_request(p: Plan) -> dict:
+    d, request = p.geometry.deployment, p.geometry.request
+    tokens = request.num_tokens
+    trace = run_prefill(p, d.max_num_scheduled_tokens)
+    eagle = p.geometry.eagle_spans()
+    gpu = gpu_restore(trace.published, p.target_spans, eagle, p.split.eagle_drop, p.split.lookahead, tokens, tokens)
+    offload = offload_restore(
+        trace.published, p.cadence, p.target_spans, eagle, d.offload_blocks_per_chunk, tokens, tokens
+    )
+    restorable = [
+        h
+        for h in trace.published
+        if gpu_restore([h], p.target_spans, eagle, p.split.eagle_drop, p.split.lookahead, tokens, tokens)
+    ]
+    return {
+        "tokens": tokens,
+        "steps": len(trace.chunks),
+        "stalled_at_step": trace.stalled_at,
+        "chunk_ends": trace.chunk_ends,
+        "published": trace.published,
+        "private": trace.private,
+        "restorable": restorable,
+        "first_restorable": restorable[0] if restorable else None,
+        "restored_gpu": gpu,
+        "restored_offload": offload,
+    }
+
+
+def guard_verdict(deployment: ResolvedDeployment, geometry) -> dict:
+    """Whether pr457-guarded's configuration check accepts the deployment,
+    and if not the target group that breaks it and a prefix that fails,
+    found by running the unguarded pr457 model (the same engine, no check)."""
+    guarded = plan(PR457_GUARDED, geometry)
+    result = {"accepts": guarded.accepted, "cadence": guarded.cadence}
+    if guarded.accepted:
+        return result
+    spans = guarded.target_spans
+    broken = [g for g in _groups(guarded) if g["kind"] == TARGET and guarded.cadence % g["span"]]
+    result["breaking_group"] = broken[0]
+    unguarded = plan(PR457, geometry)
+    trace = run_prefill(unguarded, geometry.deployment.max_num_scheduled_tokens)
+    off_grid = [e for e in trace.published if any(e % s for s in spans)]
+    if off_grid:
+        e = off_grid[0]
+        span = broken[0]["span"]
+        result["counterexample"] = {
+            "prefix_tokens": e,
+            "published_at": e,
+            "target_block": [e // span * span, e // span * span + span],
+            "replayed": "models.prefill.run_prefill under pr457 (the guard removed)",
+        }
+    return result
+
+
+def recommendations(deployment: ResolvedDeployment, p: Plan, count: int = 4) -> list[dict]:
+    """Valid --mamba-block-size values near the budget: multiples of every
+    target span and of the physical block, under pr457-guarded."""
+    d = p.geometry.deployment
+    unit = math.lcm(d.block_size, *p.target_spans)
+    budget = d.max_num_scheduled_tokens
+    first = max(1, budget // unit)
+    values = sorted({unit * k for k in range(max(1, first - 1), first + count)})[:count]
+    spec = deployment.speculation
+    num_spec = spec.num_speculative_tokens if spec else 0
+    internal = 1 if d.prefill_checkpoint_alignment else 0
+    rows = []
+    for value in values:
+        flags = deployment.flags.__class__(**{**deployment.flags.__dict__, "mamba_block_size": value})
+        from models.deploy import resolve_deployment
+
+        candidate = plan(PR457_GUARDED, resolve_deployment(deployment.model, flags, PR457_GUARDED).geometry)
+        # L - lcp(L) peaks just below a grid point of the cadence or a span.
+        grid = sorted({value, unit, *candidate.geometry.eagle_spans()})
+        window = {n + delta for g in grid for n in range(5 * value, 7 * value + 2 * g, g) for delta in (-1, 0, 1)}
+        worst = max(n - last_cacheable_position(candidate.variant, candidate.split, n) for n in window)
+        max_len = deployment.max_model_len or PER_TOKENS
+        rows.append(
+            {
+                "mamba_block_size": value,
+                "checkpoints_per_100k_tokens": PER_TOKENS // value,
+                "worst_recompute_tokens": worst,
+                "state_slots_resident": 2 + num_spec + internal,
+                "state_table_columns": -(-max_len // value) + num_spec,
+                "accepted_by_pr457_guarded": candidate.accepted,
+            }
+        )
+    return rows
+
+
+def warnings_for(deployment: ResolvedDeployment, p: Plan, typical: dict, law: dict) -> list[str]:
+    found = []
+    limit = deployment.max_model_len
+    widest = max(p.target_spans)
+    if limit is not None:
+        if p.cadence > limit:
+            found.append(
+                f"the recurrent cadence {p.cadence:,} exceeds --max-model-len {limit:,}: nothing is ever published"
+            )
+        if widest > limit:
+            found.append(
+                f"a target-attention block spans {widest:,} tokens, over --max-model-len {limit:,}: nothing is restored"
+            )
+    smallest = law.get("smallest_hit")
+    if smallest is None and law.get("proved"):
+        found.append("no prompt length ever hits the prefix cache")
+    elif smallest is not None and smallest > 1:
+        found.append(f"a shared prefix below {smallest:,} tokens never hits")
+    if p.split.eagle_drop:
+        spans = p.geometry.eagle_spans() or p.target_spans
+        found.append(
+            f"speculative decoding (EAGLE block drop) costs a block: a hit must leave the draft group's next "
+            f"{max(spans):,}-token block cached, so up to {max(spans):,} more tokens are recomputed"
+        )
+    if deployment.offload and typical["restored_offload"] < typical["restored_gpu"]:
+        found.append(
+            f"native offload restores {typical['restored_offload']:,} tokens of the typical request, the GPU cache "
+            f"restores {typical['restored_gpu']:,}"
+        )
+    if typical["stalled_at_step"] is not None:
+        found.append(f"the typical request's prefill stalls at step {typical['stalled_at_step']}")
+    return found
+
+
+def hit_law_section(p: Plan) -> dict:
+    law = hitlaw.prove_hit_law(p)
+    section = {
+        "proved": law.proved,
+        "verdict": PROVED if law.proved else (law.outcome.verdict if law.outcome else "UNKNOWN"),
+    }
+    if law.proved:
+        section.update(
+            {
+                "form": f"hit(L) = {law.form}",
+                "hypotheses_used": law.outcome.hypotheses_used,
+                "hypotheses_unconfirmed": law.outcome.hypotheses_unconfirmed,
+                "rlimit": law.outcome.rlimit,
+                "free_run": list(law.free_run.points) + [law.free_run.period],
+                "tail_steps": law.tail_steps,
+                "smallest_hit": hitlaw.smallest_hit(law),
+            }
+        )
+        lengths = sorted({n for n in (section["smallest_hit"], 100_000, 200_000) if n})
+        section["examples"] = {n: law(n) for n in lengths}
+    else:
+        section["reason"] = law.reason
+        if law.outcome is not None and law.outcome.counterexample:
+            section["counterexample"] = law.outcome.counterexample
+    section["law"] = law
+    return section
+
+
+def analyse(deployment: ResolvedDeployment, variant: Variant, prove: bool = True) -> dict:
+    started = time.perf_counter()
+    geometry = deployment.geometry
+    p = plan(variant, geometry)
+    guard = guard_verdict(deployment, geometry)
+    typical = typical_request(p)
+    aligned = prove_aligned(p)
+    if aligned.verdict == REFUTED:
+        position = aligned.counterexample["end"]
+        replayed = bool(publishes(position, p.cadence, aligned.counterexample["tokens"])) and any(
+            position % s for s in p.target_spans
+        )
+        if not replayed:
+            raise AssertionError(f"alignment counterexample {aligned.counterexample} does not replay")
+    if variant.guarded and not p.accepted:
+        # The engine refuses to start: there is no prefix cache to state a law for.
+        law = {"proved": False, "verdict": "NOT RUN", "reason": f"{variant.name} refuses this configuration"}
+    elif prove:
+        law = hit_law_section(p)
+    else:
+        law = {"proved": False, "verdict": "NOT RUN", "reason": "not asked for"}
+    why = []
+    if not guard["accepts"] and variant.guarded:
+        group = guard["breaking_group"]
+        why.append(
+            f"{variant.name} rejects the deployment: cadence {guard['cadence']:,} is not a multiple of "
+            f"{group['kind']} group {group['index']}'s span {group['span']:,}"
+        )
+    limit = deployment.max_model_len
+    if law["proved"] and (law["smallest_hit"] is None or limit is not None and law["smallest_hit"] > limit):
+        within = f" up to --max-model-len {limit:,}" if limit is not None else ""
+        why.append(f"no shared prefix{within} ever hits the prefix cache (hit law PROVED)")
+    if aligned.verdict != PROVED:
+        off = [e for e in typical["published"] if any(e % s for s in p.target_spans)]
+        example = f", e.g. {off[0]:,} in the typical request" if off else ""
+        why.append(
+            f"published checkpoints are not all on target-attention boundaries ({aligned.verdict}: cadence "
+            f"{p.cadence:,} against spans {', '.join(f'{s:,}' for s in p.target_spans)}{example})"
+        )
+    return {
+        "plan": p,
+        "deployment": deployment,
+        "variant": variant.name,
+        "groups": _groups(p),
+        "cadence": p.cadence,
+        "split_grid": p.split.block,
+        "typical": typical,
+        "aligned": {
+            "verdict": aligned.verdict,
+            "hypotheses_used": aligned.hypotheses_used,
+            "counterexample": aligned.counterexample,
+        },
+        "hit_law": law,
+        "guard": guard,
+        "warnings": warnings_for(deployment, p, typical, law),
+        "recommendations": recommendations(deployment, p),
+        "ok": not why,
+        "why": why,
+        "seconds": time.perf_counter() - started,
+    }
+
+
+__all__ = ["analyse", "DRAFT"]

@@ -1,0 +1,285 @@
+"""`gridproof check`: the Kimi-K3 judging deployments, vLLM's flag spellings,
+bad input (one line, exit 2), and the geometry it writes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from models.deploy import ServeFlags, resolve_deployment
+from models.geometry import load_geometry
+from models.hf_config import builtin_model_names, load_model
+from models.plan import plan
+from models.variants import BASELINE, PR457_GUARDED
+from proofs.cli import build_parser, main
+from proofs.commands.check import flags_from
+
+KIMI_K3 = [
+    "--model",
+    "kimi-k3",
+    "-tp",
+    "16",
+    "-dcp",
+    "16",
+    "--block-size",
+    "768",
+    "--max-num-scheduled-tokens",
+    "4096",
+    "--speculative-config",
+    '{"method": "eagle", "num_speculative_tokens": 3}',
+    "--kv-transfer-config",
+    '{"kv_connector": "OffloadingConnector", "kv_role": "kv_both"}',
+]
+
+
+def check(capsys, *args: str) -> tuple[int, str]:
+    status = main(["check", *args])
+    return status, capsys.readouterr().out
+
+
+def check_json(capsys, *args: str) -> tuple[int, dict]:
+    status, out = check(capsys, *args, "--json")
+    return status, json.loads(out)
+
+
+def test_kimi_k3_without_mamba_block_size_restores_first_at_61440(capsys):
+    status, result = check_json(capsys, *KIMI_K3, "--variant", "baseline")
+    assert status == 1
+    assert result["typical_request"]["first_restorable"] == 61_440
+    assert result["cadence"] == 768
+    assert [g["span"] for g in result["groups"]] == [12_288, 768, 768]
+    assert result["aligned"]["verdict"] == "REFUTED"
+    assert result["pr457_guarded"]["accepts"] is False
+    assert result["hit_law"]["verdict"] == "PROVED"
+
+
+def test_kimi_k3_with_12288_under_pr457_guarded_is_aligned_with_a_proved_law(capsys):
+    status, out = check(capsys, *KIMI_K3, "--variant", "pr457-guarded", "--mamba-block-size", "12288")
+    assert status == 0, out
+    assert "hit(L) = ⌊max(0, (⌊L/768⌋ − 1)·768)/12288⌋·12288" in out
+    assert "PROVED by Z3 for every L" in out
+    assert "ALIGNED (exit 0)" in out
+
+
+def test_kimi_k3_with_5000_names_the_target_group_and_a_failing_prefix(capsys):
+    status, result = check_json(capsys, *KIMI_K3, "--variant", "pr457-guarded", "--mamba-block-size", "5000")
+    assert status == 1
+    guard = result["pr457_guarded"]
+    assert guard["breaking_group"]["kind"] == "target-attention"
+    assert guard["breaking_group"]["span"] == 12_288
+    prefix = guard["counterexample"]["prefix_tokens"]
+    assert prefix % 5000 == 0 and prefix % 12_288 != 0
+    assert any("rejects" in why for why in result["why"])
+
+
+def test_the_hit_law_matches_simulate_on_every_prompt_length_up_to_30000():
+    # Every L, not samples: the law as proved, against simulate's own loop.
+    from proofs.hitlaw import prove_hit_law, simulated_hit
+
+    flags = ServeFlags(
+        **{**flags_from(build_parser().parse_args(["check", *KIMI_K3])).__dict__, "mamba_block_size": 12288}
+    )
+    p = plan(PR457_GUARDED, resolve_deployment(load_model("kimi-k3"), flags, PR457_GUARDED).geometry)
+    law = prove_hit_law(p)
+    assert law.proved
+    assert [n for n in range(1, 30_001) if law(n) != simulated_hit(p, n)] == []
+
+
+@pytest.mark.parametrize("name", ["qwen3-next", "granite-4.0-h"])
+def test_default_deployments_hit_law_matches_simulate_up_to_20000(name):
+    from proofs.hitlaw import prove_hit_law, simulated_hit
+
+    p = plan(BASELINE, resolve_deployment(load_model(name), ServeFlags(), BASELINE).geometry)
+    law = prove_hit_law(p)
+    assert law.proved, law.reason
+    assert [n for n in range(1, 20_001) if law(n) != simulated_hit(p, n)] == []
+
+
+def test_every_vllm_flag_is_accepted_in_vllm_spelling():
+    args = build_parser().parse_args(
+        [
+            "check",
+            "--model",
+            "nemotron-h",
+            "--tensor-parallel-size",
+            "2",
+            "--decode-context-parallel-size",
+            "2",
+            "--block-size",
+            "64",
+            "--mamba-block-size",
+            "4096",
+            "--mamba-cache-mode",
+            "align",
+            "--max-num-batched-tokens",
+            "8200",
+            "--max-num-scheduled-tokens",
+            "8192",
+            "--long-prefill-token-threshold",
+            "4096",
+            "--max-model-len",
+            "131072",
+            "--speculative-config",
+            '{"method": "mtp", "num_speculative_tokens": 2}',
+            "--kv-transfer-config",
+            '{"kv_connector": "OffloadingConnector"}',
+            "--no-enable-prefix-caching",
+            "--mamba-ssm-cache-dtype",
+            "float32",
+        ]
+    )
+    flags = flags_from(args)
+    assert flags == ServeFlags(
+        tensor_parallel_size=2,
+        decode_context_parallel_size=2,
+        block_size=64,
+        mamba_block_size=4096,
+        mamba_cache_mode="align",
+        max_num_batched_tokens=8200,
+        max_num_scheduled_tokens=8192,
+        long_prefill_token_threshold=4096,
+        max_model_len=131072,
+        speculative_config={"method": "mtp", "num_speculative_tokens": 2},
+        kv_transfer_config={"kv_connector": "OffloadingConnector"},
+        enable_prefix_caching=False,
+        mamba_ssm_cache_dtype="float32",
+    )
+    short = flags_from(build_parser().parse_args(["check", "-tp", "8", "-dcp", "4", "--enable-prefix-caching"]))
+    assert (short.tensor_parallel_size, short.decode_context_parallel_size, short.enable_prefix_caching) == (8, 4, True)
+    underscores = flags_from(build_parser().parse_args(["check", "--max_model_len=4096", "--block_size", "32"]))
+    assert (underscores.max_model_len, underscores.block_size) == (4096, 32)
+
+
+BAD_INPUT = [
+    (["--tensor-parallel-size", "-2"], "must be a positive integer"),
+    (["-tp", "two"], "expected a positive integer"),
+    (["--block-size", "0"], "must be a positive integer"),
+    (["--speculative-config", "{method: eagle}"], "not valid JSON"),
+    (["--speculative-config", '{"method": "warp"}'], "unknown method"),
+    (["--kv-transfer-config", "[1]"], "expected a JSON object"),
+    (["--mamba-cache-mode", "all"], "invalid choice"),
+    (["--mamba-ssm-cache-dtype", "int4"], "invalid choice"),
+    (["--max-num-seqs", "4"], "unknown flag: --max-num-seqs"),
+    (["--model", "llama-3"], "no such config.json or built-in model"),
+    (["--variant", "pr999"], "unknown variant"),
+    (["-tp", "3", "--model", "nemotron-h"], "does not divide"),
+    (["-tp", "4", "-dcp", "3"], "must divide --tensor-parallel-size"),
+    (["--no-enable-prefix-caching", "--mamba-block-size", "512"], "needs prefix caching"),
+    (["--sweep", "max-num-seqs=1..4"], "expected FLAG=a..b"),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), BAD_INPUT, ids=[" ".join(a) for a, _ in BAD_INPUT])
+def test_bad_input_is_one_line_and_exit_2(capsys, args, message):
+    try:
+        status = main(["check", *args])
+    except SystemExit as stop:
+        status = stop.code
+    captured = capsys.readouterr()
+    assert status == 2
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], captured.err
+    assert "Traceback" not in captured.err
+
+
+def test_a_config_json_path_and_malformed_files(tmp_path, capsys):
+    config = json.loads(_family_text("granite-4.0-h"))
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    status, result = check_json(capsys, "--model", str(path), "-tp", "2")
+    assert status == 0 and result["resolved"]["block_size"] == 528
+    path.write_text("{not json")
+    assert main(["check", "--model", str(path)]) == 2
+    assert "not valid JSON" in capsys.readouterr().err
+    path.write_text(json.dumps({**config, "mamba_d_state": -1}))
+    assert main(["check", "--model", str(path)]) == 2
+    assert "mamba_d_state: must be positive" in capsys.readouterr().err
+
+
+def _family_text(name: str) -> str:
+    from models.hf_config import FAMILY_DIR
+
+    return (FAMILY_DIR / f"{name}.json").read_text()
+
+
+def test_emitted_geometry_loads_in_simulate(tmp_path, capsys):
+    out = tmp_path / "kimi.toml"
+    status, _ = check(
+        capsys, *KIMI_K3, "--mamba-block-size", "12288", "--variant", "pr457", "--emit-geometry", str(out)
+    )
+    assert status == 0
+    geometry = load_geometry(out)
+    assert geometry.deployment.mamba_block_size == 12288
+    assert geometry.target_spans() == (12_288,)
+    assert plan(PR457_GUARDED, geometry).cadence == 12_288
+    result = subprocess.run(
+        [sys.executable, "-m", "proofs.cli", "simulate", str(out), "--variant", "pr457-guarded", "--json"],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["published"][:2] == [12_288, 24_576]
+
+
+def test_built_in_models_resolve_to_the_geometry_files_blocks():
+    # The same physical blocks the hand-derived geometry files record.
+    cases = {
+        "nemotron-h": (ServeFlags(tensor_parallel_size=2), "nemotron-3-nano-30b-tp2"),
+        "granite-4.0-h": (ServeFlags(tensor_parallel_size=2), "granite-4.0-h-small-tp2"),
+        "kimi-linear": (ServeFlags(tensor_parallel_size=4, decode_context_parallel_size=4), "kimi-linear-48b-tp4-dcp4"),
+        "qwen3-next": (
+            ServeFlags(
+                tensor_parallel_size=4, speculative_config={"method": "qwen3_next_mtp", "num_speculative_tokens": 2}
+            ),
+            "qwen3-next-80b-tp4-mtp2",
+        ),
+    }
+    for name, (flags, geometry_name) in cases.items():
+        resolved = resolve_deployment(load_model(name), flags, BASELINE)
+        geometry = load_geometry(geometry_name)
+        assert resolved.geometry.deployment.block_size == geometry.deployment.block_size, name
+        assert resolved.geometry.target_spans() == geometry.target_spans(), name
+
+
+def test_every_built_in_model_is_checked(capsys):
+    for name in builtin_model_names():
+        status, result = check_json(capsys, "--model", name)
+        assert status in (0, 1), name
+        assert result["resolved"]["block_size"] > 0
+
+
+def test_sweep_tabulates_one_flag(capsys):
+    status, out = check(
+        capsys, *KIMI_K3, "--variant", "pr457-guarded", "--sweep", "mamba-block-size=12288..36864:12288"
+    )
+    assert status == 0
+    rows = [line for line in out.splitlines() if line.strip()[:1].isdigit()]
+    assert len(rows) == 3 and all(line.rstrip().endswith("yes") for line in rows)
+
+
+def _kimi_k3_plan(mamba_block_size: int):
+    flags = ServeFlags(**{**flags_from(build_parser().parse_args(["check", *KIMI_K3])).__dict__})
+    flags = ServeFlags(**{**flags.__dict__, "mamba_block_size": mamba_block_size})
+    return plan(PR457_GUARDED, resolve_deployment(load_model("kimi-k3"), flags, PR457_GUARDED).geometry)
+
+
+def test_a_plausibly_wrong_law_is_refuted_by_z3_and_replayed():
+    # The law a scheduler rounding the EAGLE boundary up to the cadence would
+    # give (a mutant of the last cacheable position): the obligation must
+    # refute it, with a prompt length that replays.
+    from models.scheduler import last_cacheable_position
+    from models.variants import MUTANTS
+    from proofs.hitlaw import decide_law, prepare, simulated_hit
+
+    p = _kimi_k3_plan(12288)
+    setting = prepare(p)
+    mutant = MUTANTS["conversion-rounds-up"]
+    outcome = decide_law(setting, lambda n: last_cacheable_position(mutant, p.split, n))
+    assert outcome.verdict == "REFUTED", outcome.reason
+    tokens = outcome.counterexample["L"]
+    assert last_cacheable_position(mutant, p.split, tokens) != simulated_hit(p, tokens)
+    shifted = decide_law(setting, lambda n: last_cacheable_position(p.variant, p.split, n + 768))
+    assert shifted.verdict == "REFUTED"
