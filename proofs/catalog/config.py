@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from models import arith
 from models.config import ConfigInputs, resolve
+from models.plan import cadence
 from models.variants import BASELINE
 from proofs.catalog.base import Obligation, Theorem, bools, ints
 from proofs.mutation.patch import pristine
@@ -95,6 +96,20 @@ def page_covers_state(variant, x):
     )
 
 
+def plan_reads_resolved_cadence(variant, x):
+    out = resolve(variant, _inputs(x))
+    return Claim(
+        hypotheses={
+            **_domain(x),
+            "an explicit cadence is a positive value": arith.implies(x["explicit"], x["mamba_in"] >= 1),
+            "align mode": x["align_mode"],
+            "model has recurrent state": x["mamba_page"] >= 1,
+        },
+        goal=cadence(variant, out.block_size, x["explicit"], x["mamba_in"]) == out.mamba_block_size,
+        covers={"explicit": x["explicit"]},
+    )
+
+
 def _theorem(name, statement, formula):
     return Theorem(name, "config", statement, (Obligation("main", CONFIG_VARS, formula),))
 
@@ -116,6 +131,13 @@ THEOREMS = (
         "config-explicit-cadence-kept",
         "In align mode an explicit --mamba-block-size is kept as the recurrent block size.",
         explicit_kept,
+    ),
+    _theorem(
+        "config-plan-cadence",
+        "In align mode the cadence the scheduler plan reads (models.plan.cadence: from the resolved block, "
+        "whether --mamba-block-size was given, and its value) is the recurrent block size config resolution "
+        "produces, with an explicit cadence or without.",
+        plan_reads_resolved_cadence,
     ),
     _theorem(
         "config-page-covers-state",

@@ -378,6 +378,7 @@ def step_slots(variant, x):
     return Claim(
         hypotheses=hypotheses,
         goal=arith.all_of(
+            arith.implies(step.published, writes),
             arith.implies(writes, arith.all_of(column >= 0, holds_exactly)),
             arith.implies(
                 arith.all_of(writes, arith.negate(step.published)), column != state_column(published_before, r)
@@ -480,8 +481,9 @@ THEOREMS = (
     Theorem(
         "prefill-step-slots",
         "prefill",
-        "Every state an engine step writes, private or published, goes to the column that holds exactly that "
-        "many tokens (column k holds positions kR+1..(k+1)R), never a negative one; a private state never "
+        "A step publishes only a state it writes; every state it writes, private or published, goes to the "
+        "column that holds exactly that many tokens (column k holds positions kR+1..(k+1)R), never a negative "
+        "one; a private state never "
         "overwrites the column of a checkpoint published before it; a fresh request reads no column (-1) and a "
         "request resumed at a published checkpoint reads the column written at exactly that position.",
         (Obligation("step", ENGINE_STEP_VARS + ints("earlier"), step_slots),),
