@@ -104,16 +104,25 @@ def valid_result_text() -> str:
     return json.dumps(result, indent=2)
 
 
+def _shaped(draw, text: str, own_shape: str) -> tuple[str, bytes | None]:
+    """A shape for a file made from the valid `text`, and the file itself when that shape needs
+    nothing of the format: as it is, cut short, or binary."""
+    shape = draw(st.sampled_from(["valid", "changed", "changed", "changed", "truncated", "binary", own_shape]))
+    if shape == "valid":
+        return shape, text.encode()
+    if shape == "truncated":
+        return shape, text.encode()[: draw(st.integers(0, len(text) - 1))]
+    if shape == "binary":
+        return shape, draw(binary)
+    return shape, None
+
+
 @st.composite
 def result_file(draw) -> bytes:
     text = valid_result_text()
-    shape = draw(st.sampled_from(["valid", "changed", "changed", "changed", "truncated", "binary", "other json"]))
-    if shape == "valid":
-        return text.encode()
-    if shape == "truncated":
-        return text.encode()[: draw(st.integers(0, len(text) - 1))]
-    if shape == "binary":
-        return draw(binary)
+    shape, content = _shaped(draw, text, "other json")
+    if content is not None:
+        return content
     if shape == "other json":
         return json.dumps(draw(json_value)).encode()
     changed = json.loads(text)
@@ -131,13 +140,9 @@ def builtin_toml(name: str) -> str:
 @st.composite
 def geometry_file(draw) -> bytes:
     text = builtin_toml(draw(st.sampled_from(builtin_geometry_names())))
-    shape = draw(st.sampled_from(["valid", "changed", "changed", "changed", "truncated", "binary", "dropped line"]))
-    if shape == "valid":
-        return text.encode()
-    if shape == "truncated":
-        return text.encode()[: draw(st.integers(0, len(text) - 1))]
-    if shape == "binary":
-        return draw(binary)
+    shape, content = _shaped(draw, text, "dropped line")
+    if content is not None:
+        return content
     lines = text.splitlines()
     settable = [i for i, line in enumerate(lines) if " = " in line and not line.startswith("#")]
     for _ in range(draw(st.integers(1, 3))):
