@@ -41,7 +41,7 @@ class SymbolicContext:
 
     def __init__(self, naive: bool = False) -> None:
         # naive: Z3's own div and mod on the dividend as written, the encoding
-        # measured against in the benchmark (exact only for positive divisors).
+        # the benchmark compares against (exact only for positive divisors).
         self.naive = naive
         # Each definition with the id of the fresh constant that owns it (a
         # quotient owns its remainder's definitions too; an lcm its witnesses').
@@ -63,10 +63,8 @@ class SymbolicContext:
         directly or through other definitions, and lemma families over those
         witnesses. The model computes every branch, so a claim read with a
         flag fixed still defines the quotients of the branch it does not take;
-        their definitions and lemmas only widened the solver's search: the
-        two EAGLE-drop cases of prefill-restore-published for pr457-guarded
-        took 2.8 s and 1.6 s with them, 1.2 s and 1.4 s without (medians of
-        12 seeds). Exact: a witness no kept formula mentions can
+        their definitions and lemmas only widen the solver's search. Exact:
+        a witness no kept formula mentions can
         always satisfy its definition, so dropping it changes no verdict;
         the definedness obligations are all kept, since the concrete model
         divides in every branch too."""

@@ -74,5 +74,4 @@ def guard_accepts(variant: Variant, cadence, target_spans) -> object:
     multiple of every target-attention group's span. Other variants accept all."""
     if not variant.guarded:
         return True
-    spans = target_spans[:1] if variant.mutation == "target-group-left-out" else target_spans
-    return arith.all_in(arith.divides(span, cadence) for span in spans)
+    return arith.all_in(arith.divides(span, cadence) for span in target_spans)

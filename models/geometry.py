@@ -10,6 +10,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from models import arith
 from models.errors import GridproofError
 from models.files import read_user_text
 
@@ -33,9 +34,12 @@ class CacheGroup:
     eagle: bool = False  # annotated as an EAGLE draft group (is_eagle_group)
     count: int = 1
 
-    def span(self, dcp_size: int) -> int:
-        """Tokens one block id covers: block_size x DCP if sharded (vLLM eff())."""
-        return self.block_size * (dcp_size if self.dcp_sharded else 1)
+    def span(self, dcp_size):
+        """Tokens one block id covers: block_size x DCP if sharded (vLLM eff()).
+        Fields and `dcp_size` may be Z3 terms (the catalogue's symbolic groups)."""
+        if self.dcp_sharded is False:
+            return self.block_size  # no `x * 1` term for the solver to see through
+        return self.block_size * arith.ite(self.dcp_sharded, dcp_size, 1)
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,13 @@ v1/core/kv_cache_utils.py:816-918)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from models import arith
 from models.config import guard_accepts
 from models.errors import GridproofError
-from models.geometry import DRAFT, RECURRENT, Geometry
+from models.geometry import DRAFT, RECURRENT, TARGET, CacheGroup, Geometry
 from models.scheduler import SplitParams
 from models.variants import Variant
 
@@ -43,27 +44,53 @@ def split_grid(variant: Variant, recurrent_cadence, spec_blocks):
     """The grid the split aligns to: 0.33.0 reads cache_config.block_size, reset
     after KV planning to the smallest prefix-cacheable spec block
     (v1/engine/core.py:335-349); PR457 reads the cadence."""
-    if variant.splits_on_cadence and variant.mutation != "physical-block-cadence":
+    if variant.splits_on_cadence:
         return recurrent_cadence
     return arith.minimum(*spec_blocks)
 
 
-def recurrent_cadence(variant: Variant, geometry: Geometry) -> int:
-    explicit = geometry.deployment.mamba_block_size
-    cadences = [cadence(variant, g.block_size, explicit is not None, explicit) for g in geometry.of_kind(RECURRENT)]
-    return math.lcm(*cadences)
+@dataclass(frozen=True)
+class GroupGrid:
+    """What the cache groups resolve to under a variant: the recurrent cadence,
+    each group's spec block and span, and the grid the split aligns to."""
+
+    cadence: object
+    spec_blocks: tuple
+    spans: tuple
+    split_block: object
+    target_spans: tuple
+
+
+def recurrent_cadence(variant: Variant, groups: Sequence[CacheGroup], explicit, user_cadence):
+    """R: the lcm of the recurrent groups' spec blocks."""
+    cadences = [cadence(variant, g.block_size, explicit, user_cadence) for g in groups if g.kind == RECURRENT]
+    return arith.lcm(*cadences)
+
+
+def group_grid(variant: Variant, groups: Sequence[CacheGroup], dcp_size, explicit, user_cadence) -> GroupGrid:
+    """Any number of groups; every size and flag may be a Z3 term (the
+    catalogue's symbolic deployment reads this very function)."""
+    r = recurrent_cadence(variant, groups, explicit, user_cadence)
+    spec_blocks = tuple(r if group.kind == RECURRENT else group.block_size for group in groups)
+    spans = tuple(
+        CacheGroup(group.kind, block, group.dcp_sharded).span(dcp_size)
+        for block, group in zip(spec_blocks, groups, strict=True)
+    )
+    return GroupGrid(
+        cadence=r,
+        spec_blocks=spec_blocks,
+        spans=spans,
+        split_block=split_grid(variant, r, spec_blocks),
+        target_spans=tuple(span for span, group in zip(spans, groups, strict=True) if group.kind == TARGET),
+    )
 
 
 def plan(variant: Variant, geometry: Geometry) -> Plan:
     d = geometry.deployment
-    r = recurrent_cadence(variant, geometry)
-    spec_blocks = [r if group.kind == RECURRENT else group.block_size for group in geometry.groups]
-    spans = [
-        block * (d.dcp_size if group.dcp_sharded else 1)
-        for block, group in zip(spec_blocks, geometry.groups, strict=True)
-    ]
-    block = split_grid(variant, r, spec_blocks)
-    sched_block = math.lcm(*spans)
+    explicit = d.mamba_block_size
+    grid = group_grid(variant, geometry.groups, d.dcp_size, explicit is not None, explicit)
+    r, spans, block = grid.cadence, grid.spans, grid.split_block
+    sched_block = arith.lcm(*spans)
     # H: the deployment's prefix-match unit, else the gcd of the resolved
     # spec spans (kv_cache_utils.py:816-918), the cadence R included.
     hash_block = d.hash_block_size or math.gcd(*spans)
@@ -88,7 +115,7 @@ def plan(variant: Variant, geometry: Geometry) -> Plan:
         eagle_spans=geometry.eagle_spans(),
         eagle_annotated=bool(geometry.eagle_spans()),
     )
-    targets = geometry.target_spans()
+    targets = grid.target_spans
     return Plan(
         variant=variant,
         geometry=geometry,

@@ -30,9 +30,8 @@ def state_column(end, cadence):
 
 def initial_state_column(variant: Variant, computed, cadence):
     """The slot a request starting at `computed` reads its initial state from:
-    (c - 1) // R for a fresh (-1: none) or resumed request (mamba_utils.py)."""
-    if variant.mutation == "slot-off-by-one":
-        return arith.floordiv(computed, cadence)
+    (c - 1) // R for a fresh (-1: none) or resumed request (mamba_utils.py).
+    Every variant reads the same slot."""
     return arith.floordiv(computed - 1, cadence)
 
 

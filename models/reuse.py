@@ -70,6 +70,41 @@ def gpu_restore(
     return Positions.of(published).largest(restorable, period, settled_below) or 0
 
 
+def offload_restorable(
+    position,
+    published_here,
+    cadence,
+    target_spans,
+    eagle_spans,
+    blocks_per_chunk,
+    cached_tokens,
+    new_tokens,
+):
+    """Whether the offload connector's `_lookup_complete_chunks` can restore
+    `position` tokens: a stored recurrent state there (stored: GPU-published
+    and on the recurrent chunk grid, cadence x blocks_per_chunk), every
+    attention group's chunk grid through it, every EAGLE group one chunk
+    beyond it (it drops one), the last token left to compute, and at least
+    the largest chunk restored. The connector lowers a cap group by group
+    until nothing moves; each lowering keeps every position that satisfies
+    this, so the fixed point is the largest such position."""
+    recurrent_chunk = cadence * blocks_per_chunk
+    target_chunks = [span * blocks_per_chunk for span in target_spans]
+    eagle_chunks = [span * blocks_per_chunk for span in eagle_spans]
+
+    def stored_through(chunk, end):
+        return end <= arith.round_down(cached_tokens, chunk)
+
+    return arith.all_of(
+        published_here,
+        position <= new_tokens - 1,
+        *(arith.divides(chunk, position) for chunk in (recurrent_chunk, *target_chunks, *eagle_chunks)),
+        *(stored_through(chunk, position) for chunk in target_chunks),
+        *(stored_through(chunk, position + chunk) for chunk in eagle_chunks),
+        *(position >= chunk for chunk in (recurrent_chunk, *target_chunks, *eagle_chunks)),
+    )
+
+
 def offload_restore(
     published: Iterable[int] | Positions,
     cadence: int,
@@ -79,24 +114,14 @@ def offload_restore(
     cached_tokens: int,
     new_tokens: int,
 ) -> int:
-    """The prefix the offload connector's `_lookup_complete_chunks` restores:
-    a stored recurrent state (only GPU-published ones, on its chunk grid) that
-    also lies on the prefix of stored attention chunks."""
-    mamba_chunk = cadence * blocks_per_chunk
-    stored_states = Positions.of(published).multiples_of(mamba_chunk)
-    attention = [(span * blocks_per_chunk, False) for span in target_spans]
-    attention += [(span * blocks_per_chunk, True) for span in eagle_spans]
-    cap = (new_tokens - 1) // mamba_chunk * mamba_chunk
-    while True:
-        previous = cap
-        for chunk, is_eagle in attention:
-            stored = cached_tokens // chunk * chunk
-            if is_eagle:
-                cap = min(cap, max(min(cap + chunk, stored) // chunk * chunk - chunk, 0))
-            else:
-                cap = min(cap, min(cap, stored) // chunk * chunk)
-        cap = stored_states.at_most(cap) or 0
-        if cap == previous:
-            break
-    smallest_unit = max([mamba_chunk] + [chunk for chunk, _ in attention])
-    return cap if cap >= smallest_unit else 0
+    """The longest prefix the native offload connector restores (0: none)."""
+
+    def restorable(position: int) -> bool:
+        return offload_restorable(
+            position, True, cadence, target_spans, eagle_spans, blocks_per_chunk, cached_tokens, new_tokens
+        )
+
+    chunks = [cadence * blocks_per_chunk, *(span * blocks_per_chunk for span in (*target_spans, *eagle_spans))]
+    # Two chunks below the end only the divisibility by the chunks and the lower bounds are left to decide.
+    settled_below = min(cached_tokens, new_tokens) - 2 * max(chunks) - 1
+    return Positions.of(published).largest(restorable, math.lcm(*chunks), settled_below) or 0

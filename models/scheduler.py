@@ -93,27 +93,17 @@ def max_prefill_tokens(p: SplitParams):
 
 def last_cacheable_position(variant: Variant, p: SplitParams, tokens):
     """lcp: the last position on the grid whose state can be reused."""
-    if variant.mutation == "lcp-off-by-one":
-        tokens = tokens + 1
     block = p.block
     plain = checkpoint_position(tokens, block, False, p.lookahead)
-    if variant.mutation == "eagle-backoff-dropped":
-        backoff = plain
-    else:
-        backoff = checkpoint_position(tokens, block, True, p.lookahead)
+    backoff = checkpoint_position(tokens, block, True, p.lookahead)
     if variant.converts_annotated_eagle and p.eagle_spans:
         reusable = arith.minimum(*(checkpoint_position(tokens, span, True) for span in p.eagle_spans))
-        if variant.mutation == "conversion-rounds-up":
-            converted = arith.cdiv(reusable, block) * block
-        else:
-            converted = arith.round_down(reusable, block)
+        converted = arith.round_down(reusable, block)
         backoff = arith.ite(p.eagle_annotated, converted, backoff)
     return arith.ite(p.eagle_drop, backoff, plain)
 
 
-def _strictly_inside(variant: Variant, start, stop, end):
-    if variant.mutation == "stop-at-start":
-        return arith.all_of(start <= stop, stop < end)
+def _strictly_inside(start, stop, end):
     return arith.all_of(start < stop, stop < end)
 
 
@@ -178,7 +168,7 @@ def chunk_end(variant: Variant, p: SplitParams, call: SplitCall) -> ChunkEnd:
     ends = []
     for stop in stops:
         clipped = ends[-1] if ends else end
-        ends.append(arith.ite(arith.all_of(_strictly_inside(variant, start, stop, end), stop < clipped), stop, clipped))
+        ends.append(arith.ite(arith.all_of(_strictly_inside(start, stop, end), stop < clipped), stop, clipped))
     return ChunkEnd(ends=tuple(ends))
 
 

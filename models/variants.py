@@ -3,10 +3,9 @@
 `baseline` is vLLM 0.33.0; `pr457` is the change under verification as its
 public description states it (an explicit --mamba-block-size kept as the
 recurrent cadence R, the split on R, annotated EAGLE boundaries converted to
-R's grid); `pr457-guarded` adds the
-configuration check this project proposes. Mutants are deliberately broken
-copies of a variant: each names one `mutation` the model functions honour, so
-the theorem catalogue can be shown to notice it.
+R's grid); `pr457-guarded` adds the configuration check this project proposes.
+Deliberately broken copies of a variant are not here: each is a patch applied
+to the model's code from outside, by the proofs package.
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ class Variant:
     splits_on_cadence: bool  # the split reads the recurrent cadence R, not cache_config.block_size
     converts_annotated_eagle: bool  # lcp from annotated EAGLE groups' boundaries
     guarded: bool  # config check: the cadence is a multiple of every target span
-    mutation: str | None = None
     description: str = ""
 
 
@@ -51,19 +49,6 @@ PR457_GUARDED = replace(
 )
 VARIANTS = {v.name: v for v in (BASELINE, PR457, PR457_GUARDED)}
 
-# Each mutant: (name, base variant, what it breaks). The model code tests
-# `variant.mutation == NAME` at exactly one place per mutant.
-_MUTANTS = (
-    ("lcp-off-by-one", PR457_GUARDED, "the last cacheable position computed from N + 1 tokens"),
-    ("stop-at-start", PR457_GUARDED, "a stop at the chunk start is taken: `start <= s` for `start < s`"),
-    ("physical-block-cadence", PR457_GUARDED, "the split reads the physical block where the cadence belongs"),
-    ("eagle-backoff-dropped", PR457_GUARDED, "with EAGLE and no annotated group, no one-block backoff"),
-    ("conversion-rounds-up", PR457_GUARDED, "the EAGLE boundary converted to the cadence grid rounding up"),
-    ("target-group-left-out", PR457_GUARDED, "the guard checks only the first target-attention group"),
-    ("slot-off-by-one", PR457_GUARDED, "a resumed request reads its initial state from column h // R"),
-)
-MUTANTS = {name: replace(base, name=f"mutant:{name}", mutation=name, description=why) for name, base, why in _MUTANTS}
-
 
 class UnknownVariantError(GridproofError):
     pass
@@ -72,8 +57,4 @@ class UnknownVariantError(GridproofError):
 def get_variant(name: str) -> Variant:
     if name in VARIANTS:
         return VARIANTS[name]
-    bare = name.removeprefix("mutant:")
-    if bare in MUTANTS:
-        return MUTANTS[bare]
-    known = ", ".join([*VARIANTS, *(f"mutant:{m}" for m in MUTANTS)])
-    raise UnknownVariantError(f"unknown variant {name!r} (known: {known})")
+    raise UnknownVariantError(f"unknown variant {name!r} (known: {', '.join(VARIANTS)})")

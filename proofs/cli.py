@@ -7,7 +7,7 @@ import os
 import sys
 
 from models.errors import GridproofError
-from proofs.commands import mine, prove, report, simulate
+from proofs.commands import mine, mutate, prove, report, simulate, source
 from proofs.commands.arguments import Parser
 
 
@@ -21,6 +21,8 @@ def build_parser() -> Parser:
     prove.add_parser(sub)
     report.add_parser(sub)
     mine.add_parser(sub)
+    mutate.add_parser(sub)
+    source.add_parser(sub)
     return parser
 
 

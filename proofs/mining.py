@@ -33,9 +33,10 @@ from dataclasses import dataclass, field
 import z3
 
 from models.errors import GridproofError
-from models.variants import Variant, get_variant
+from models.variants import Variant
 from proofs.catalog import CATALOGUE, Obligation, Theorem
 from proofs.catalog.base import GEOMETRY_VARS, deployment
+from proofs.mutation.handwritten import in_effect, resolve
 from proofs.solver import Claim, Kind, encode
 from proofs.views import BOOL, INT, View, ViewError, compile_view
 
@@ -280,7 +281,7 @@ class Miner:
         if ladder < 0:
             raise MiningError(f"--ladder: must be a non-negative integer, got {ladder}")
         self.theorem = CATALOGUE[theorem]
-        self.variant = get_variant(variant)
+        self.variant = resolve(variant)
         self.obligations = obligations_to_mine(self.theorem)
         self.view_texts = list(views or [])
         # Compile now, so a bad view is refused before any search.
@@ -292,6 +293,10 @@ class Miner:
         self.on_found = found or (lambda _number, _found, _views: None)  # each class as found, with its views
 
     def run(self) -> MiningResult:
+        with in_effect(self.variant.name):
+            return self._run()
+
+    def _run(self) -> MiningResult:
         started = time.perf_counter()
         start_count = _rlimit_count()
         first = self.obligations[0]

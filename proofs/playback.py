@@ -31,10 +31,11 @@ from models.geometry import DRAFT, RECURRENT, TARGET, CacheGroup, Deployment, Ge
 from models.plan import Plan, plan
 from models.prefill import Trace, run_prefill
 from models.reuse import gpu_restore, offload_restore
-from models.variants import VARIANTS, get_variant
+from models.variants import VARIANTS
 from proofs.catalog import CATALOGUE, Obligation
 from proofs.catalog.base import deployment, split_params
 from proofs.mining import FAILS, HOLDS, REJECTED, Found, View, derive_deployment, has_deployment, outcome
+from proofs.mutation.handwritten import in_effect, resolve
 
 FORMAT = "gridproof-regression/1"
 FIX_VARIANT = "pr457-guarded"
@@ -78,7 +79,13 @@ def obligation_of(doc: dict) -> Obligation:
 
 def replay_outcome(doc: dict, variant: str, changes: dict | None = None) -> str:
     """The outcome of the document's inputs (with `changes`) under `variant`."""
-    return outcome(obligation_of(doc).formula, get_variant(variant), {**doc["inputs"], **(changes or {})})
+    return outcome_under(variant, obligation_of(doc).formula, {**doc["inputs"], **(changes or {})})
+
+
+def outcome_under(variant: str, formula, inputs: dict) -> str:
+    """The outcome of `inputs` under the variant or mutant named `variant`."""
+    with in_effect(variant) as chosen:
+        return outcome(formula, chosen, inputs)
 
 
 # --- building a document ----------------------------------------------------------------------
@@ -94,7 +101,7 @@ def kills(theorem: str) -> list[str]:
 
 def expectations(obligation: Obligation, theorem: str, inputs: dict) -> dict[str, str]:
     variants = (*VARIANTS, *kills(theorem))
-    return {v: outcome(obligation.formula, get_variant(v), inputs) for v in variants}
+    return {v: outcome_under(v, obligation.formula, inputs) for v in variants}
 
 
 def explicit_cadence_fix(obligation: Obligation, inputs: dict) -> dict | None:
@@ -105,7 +112,7 @@ def explicit_cadence_fix(obligation: Obligation, inputs: dict) -> dict | None:
     published position), and the expectations per variant say what fixes it."""
     if not is_prefill(obligation):
         return None
-    derived = derive_deployment(get_variant(FIX_VARIANT), inputs)
+    derived = derive_deployment(resolve(FIX_VARIANT), inputs)
     cadence = math.lcm(derived["span1"], derived["span2"])
     changes = {"explicit": True, "user_cadence": cadence}
     return {
@@ -115,7 +122,7 @@ def explicit_cadence_fix(obligation: Obligation, inputs: dict) -> dict | None:
             f"the same deployment with an explicit --mamba-block-size {cadence}, the lcm of the target-attention "
             f"spans {derived['span1']} and {derived['span2']}: the cadence {FIX_VARIANT}'s check demands"
         ),
-        "expected": {v: outcome(obligation.formula, get_variant(v), {**inputs, **changes}) for v in VARIANTS},
+        "expected": {v: outcome_under(v, obligation.formula, {**inputs, **changes}) for v in VARIANTS},
     }
 
 
@@ -186,7 +193,7 @@ def budgets_of(inputs: dict) -> list[int]:
 def trace_split(variant: str, inputs: dict):
     """The symbolic deployment and split parameters, read with ints, exactly
     as the catalogue's trace formula builds them."""
-    d = deployment(get_variant(variant), inputs)
+    d = deployment(resolve(variant), inputs)
     p = split_params(inputs, block=d.split_block, eagle_spans=(d.draft_span,), annotated=inputs["annotated"])
     return d, p
 
@@ -209,7 +216,7 @@ def trace_plan(variant: str, inputs: dict) -> Plan:
         request=Request(prompt_tokens=x["prompt"], output_tokens=x["tokens"] - x["prompt"]),
     )
     return Plan(
-        variant=get_variant(variant),
+        variant=resolve(variant),
         geometry=geometry,
         cadence=d.cadence,
         split=p,
@@ -227,11 +234,14 @@ def scenario(obligation: Obligation, variant: str, inputs: dict) -> dict:
     - `trace`: the steps the theorem's trace obligation unrolls (one per
       budget, from a fresh request, none past the prefill's end), and the
       published states among them off a target boundary: the violation."""
-    prefill_plan = trace_plan(variant, inputs)
     budgets = budgets_of(inputs)
     prompt, tokens = inputs["prompt"], inputs["tokens"]
-    run = run_prefill(prefill_plan, budgets, prompt_tokens=prompt, output_tokens=tokens - prompt)
-    trace = run_prefill(prefill_plan, budgets, prompt_tokens=prompt, output_tokens=tokens - prompt, steps=len(budgets))
+    with in_effect(variant):
+        prefill_plan = trace_plan(variant, inputs)
+        run = run_prefill(prefill_plan, budgets, prompt_tokens=prompt, output_tokens=tokens - prompt)
+        trace = run_prefill(
+            prefill_plan, budgets, prompt_tokens=prompt, output_tokens=tokens - prompt, steps=len(budgets)
+        )
     spans = list(prefill_plan.target_spans)
     return {
         "cadence": prefill_plan.cadence,
@@ -357,19 +367,23 @@ def check_real_vllm(doc: dict, real) -> list[int]:
 
 
 def geometry_inputs(variant: str, geometry: Geometry, budgets: list[int], steps: int) -> dict:
-    """The trace inputs that describe `geometry` under `variant`: at most two
-    target-attention groups, one recurrent group and one draft group. The
-    split parameters the plan derives are checked against the ones the
-    symbolic deployment derives from these inputs."""
-    targets = geometry.of_kind(TARGET)
-    drafts = geometry.of_kind(DRAFT)
-    if len(targets) > 2 or len(drafts) > 1 or len(geometry.of_kind(RECURRENT)) != 1:
+    """The trace inputs that describe `geometry` under `variant`. Any number
+    of groups: the symbolic deployment has two target-attention shapes, one
+    recurrent and one draft shape, and groups of the same shape resolve to
+    the same spans, cadence and split grid (lcm, min and gcd over copies of
+    one value are that value). The split parameters, cadence and target spans
+    the plan derives are checked against the ones the symbolic deployment
+    derives from these inputs."""
+    targets = _distinct(geometry.of_kind(TARGET))
+    drafts = _distinct(geometry.of_kind(DRAFT))
+    if len(targets) > 2 or len(drafts) > 1:
         raise PlaybackError(
-            f"{geometry.name}: a symbolic deployment has at most two target-attention groups, one recurrent "
-            "group and one draft group"
+            f"{geometry.name}: a symbolic deployment has at most two distinct target-attention group shapes and "
+            f"one draft group shape; this geometry has {len(targets)} and {len(drafts)}"
         )
     d = geometry.deployment
-    real_plan = plan(get_variant(variant), geometry)
+    with in_effect(variant) as chosen:
+        real_plan = plan(chosen, geometry)
     p = real_plan.split
     first, second = targets[0], targets[-1]
     draft_span = drafts[0].span(d.dcp_size) if drafts else first.block_size
@@ -407,11 +421,20 @@ def geometry_inputs(variant: str, geometry: Geometry, budgets: list[int], steps:
     return inputs
 
 
+def _distinct(groups) -> list:
+    """The groups' shapes, each once, in order (count aside)."""
+    return list(dict.fromkeys(dataclasses.replace(g, count=1) for g in groups))
+
+
 def geometry_figures(variant: str, geometry: Geometry, budgets: list[int]) -> dict:
     """The prefill of the geometry's request under `variant`: what it publishes,
     which of those lie on every target-attention boundary, and what a later
     identical request restores."""
-    real_plan = plan(get_variant(variant), geometry)
+    with in_effect(variant) as chosen:
+        return _geometry_figures(plan(chosen, geometry), geometry, budgets)
+
+
+def _geometry_figures(real_plan: Plan, geometry: Geometry, budgets: list[int]) -> dict:
     if not real_plan.accepted:
         return {"outcome": REJECTED, "cadence": real_plan.cadence, "target_spans": list(real_plan.target_spans)}
     trace = run_prefill(real_plan, budgets)
@@ -571,9 +594,8 @@ def render_pytest(docs: list[dict]) -> str:
     lines = [
         '"""Regression tests mined by gridproof: each case fails for the variant it was mined from."""',
         "",
-        "from models.variants import get_variant",
         "from proofs.catalog import CATALOGUE",
-        "from proofs.mining import outcome",
+        "from proofs.playback import outcome_under",
     ]
     for doc in docs:
         lines += ["", "", *_test_function(doc)]
@@ -603,7 +625,7 @@ def _test_function(doc: dict) -> list[str]:
         f"    obligation = {_obligation_expr(doc)}",
         "",
         "    def run(variant, **changes):",
-        "        return outcome(obligation.formula, get_variant(variant), {**inputs, **changes})",
+        "        return outcome_under(variant, obligation.formula, {**inputs, **changes})",
         "",
     ]
     for variant, expected in doc["expected"].items():

@@ -7,18 +7,24 @@ import concurrent.futures
 import multiprocessing
 import os
 import time
+from pathlib import Path
 
 import z3
 
+from proofs.cache import ProofCache
 from proofs.catalog import CATALOGUE
 from proofs.report.result import FORMAT as RESULT_FORMAT
 from proofs.runner import Entry, load_manifest, model_sources_hash, plan_runs, progress, reproduce_command, run_theorem
 from proofs.solver import shared_queries
 
 
-def run_catalogue(theorem=None, variant=None, tier="ci", rlimit=None, seed=None, jobs=None) -> tuple[dict, list[Entry]]:
+def run_catalogue(
+    theorem=None, variant=None, tier="ci", rlimit=None, seed=None, jobs=None, cache: Path | None = None
+) -> tuple[dict, list[Entry]]:
     """Decide the selected obligations, `jobs` at a time (default: one per
-    core); the canonical result object and the entries, in catalogue order."""
+    core); the canonical result object and the entries, in catalogue order.
+    `cache`: a proof cache directory (proofs/cache.py) to reuse entries from
+    and store them in; None decides everything."""
     manifest = load_manifest()
     runs = plan_runs(manifest, theorem, variant, tier)
     started = time.perf_counter()
@@ -37,7 +43,12 @@ def run_catalogue(theorem=None, variant=None, tier="ci", rlimit=None, seed=None,
     for i, run in enumerate(runs):
         groups.setdefault(run.theorem.name, []).append(i)
     tasks = [
-        (name, [(runs[i].variant, runs[i].expected, rlimit or runs[i].rlimit, runs[i].tier) for i in members], seed)
+        (
+            name,
+            [(runs[i].variant, runs[i].expected, rlimit or runs[i].rlimit, runs[i].tier) for i in members],
+            seed,
+            cache,
+        )
         for name, members in groups.items()
     ]
     indexes = list(groups.values())
@@ -75,6 +86,8 @@ def run_catalogue(theorem=None, variant=None, tier="ci", rlimit=None, seed=None,
         "entries": [e.to_json() for e in entries],
         "failures": sum(not e.ok for e in entries),
     }
+    if cache is not None:
+        result["cache"] = {"directory": str(cache), "reused": sum(e.cached for e in entries)}
     return result, entries
 
 
@@ -83,19 +96,30 @@ def _start_order(variants: list[tuple[str, str, int, str]]) -> tuple[bool, int]:
     return (all(tier != "slow" for *_, tier in variants), -sum(rlimit for _, _, rlimit, _ in variants))
 
 
-def _run_theorem_variants(theorem: str, variants: list[tuple[str, str, int, str]], seed: int | None) -> list[Entry]:
+def _run_theorem_variants(
+    theorem: str, variants: list[tuple[str, str, int, str]], seed: int | None, cache_directory: Path | None = None
+) -> list[Entry]:
     """One theorem's selected variants in turn, (variant, expected, rlimit, tier) each."""
     entries: list[Entry] = []
+    decided: list[str] = []  # in this task, not taken from the cache
+    cache = ProofCache(cache_directory) if cache_directory is not None else None
     with shared_queries():
         for variant, expected, rlimit, tier in variants:
+            key = cache.key(CATALOGUE[theorem], variant, expected, rlimit, tier, seed) if cache else ""
+            entry = cache.load(key) if cache else None
+            if entry is not None:
+                entries.append(entry)
+                continue
             entry = run_theorem(CATALOGUE[theorem], variant, expected, rlimit, tier=tier, seed=seed)
-            if entry.reused_queries and entries:
+            decided.append(variant)
+            if entry.reused_queries and len(decided) > 1:
                 # Answered in part from the variants before it. Decided alone,
                 # its later queries would meet other Z3 term ids (the reused
                 # checks create terms), and a deletion check could end
                 # otherwise; so its command decides those variants first.
-                decided = [v for v, *_ in variants[: len(entries) + 1]]
                 entry.reproduce = reproduce_command(theorem, decided, rlimit, seed)
+            if cache:
+                cache.store(key, entry)
             entries.append(entry)
     return entries
 
@@ -103,7 +127,7 @@ def _run_theorem_variants(theorem: str, variants: list[tuple[str, str, int, str]
 def render_table(entries, result) -> str:
     rows = [("theorem", "variant", "verdict", "expected", "rlimit", "seconds", "")]
     for e in entries:
-        mark = "ok" if e.ok else "MISMATCH"
+        mark = ("ok" if e.ok else "MISMATCH") + (" (cached)" if e.cached else "")
         rows.append((e.theorem, e.variant, e.verdict, e.expected, f"{e.rlimit:,}", f"{e.seconds:.2f}", mark))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
@@ -132,4 +156,8 @@ def render_table(entries, result) -> str:
         f"{len(entries)} obligations ({summary}) in {result['seconds']:.1f} s, rlimit {result['rlimit']:,}, "
         f"z3 {result['z3_version']}: {result['failures']} differ from the manifest or are not decided"
     )
+    if "cache" in result:
+        lines.append(
+            f"{result['cache']['reused']} of {len(entries)} taken from the proof cache {result['cache']['directory']}"
+        )
     return "\n".join(lines)

@@ -11,9 +11,21 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from models.errors import GridproofError
-from models.variants import MUTANTS, VARIANTS, get_variant
+from models.variants import VARIANTS
 from proofs.catalog import CATALOGUE, Obligation, Theorem
-from proofs.solver import DEFAULT_RLIMIT, ERROR, PROVED, REFUTED, UNKNOWN, VACUOUS, Outcome, decide, fresh_context
+from proofs.mutation.handwritten import MUTANTS, in_effect, resolve
+from proofs.solver import (
+    DEFAULT_RLIMIT,
+    ERROR,
+    PROVED,
+    REFUTED,
+    UNKNOWN,
+    VACUOUS,
+    Outcome,
+    Query,
+    decide,
+    fresh_context,
+)
 
 MANIFEST = Path(__file__).parent / "manifest.toml"
 VERDICTS = (PROVED, REFUTED, UNKNOWN, VACUOUS, ERROR)
@@ -52,7 +64,7 @@ def load_manifest(path: Path = MANIFEST) -> dict[str, Expectation]:
                 raise ManifestError(f"{path}: {name}: unknown mutant {mutant!r}")
             expected[f"mutant:{mutant}"] = REFUTED
         for variant, verdict in expected.items():
-            get_variant(variant)
+            resolve(variant)
             if verdict not in VERDICTS:
                 raise ManifestError(f"{path}: {name}: {variant}: unknown verdict {verdict!r}")
         refutable = entry.get("kills") or REFUTED in expected.values()
@@ -91,11 +103,13 @@ class Entry:
     ablations: dict[str, str] = field(default_factory=dict)
     reproduce: str = ""
     reused_queries: int = 0  # answered from an identical query of an earlier obligation (solver.shared_queries)
+    cached: bool = False  # taken from the proof cache (proofs/cache.py), not decided in this run
     subject: str = ""
     statement: str = ""
     tier: str = "ci"
     source: str = ""  # path:line of the theorem's formula, for locating results
-    smt2: dict[str, str] = field(default_factory=dict, repr=False)  # per obligation; not in the JSON
+    # Per obligation, the queries its verdict rests on (proofs/report/smt2.py); not in the JSON.
+    queries: dict[str, list[Query]] = field(default_factory=dict, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -107,7 +121,7 @@ class Entry:
 
     def to_json(self) -> dict:
         data = asdict(self)
-        del data["smt2"]
+        del data["queries"]
         data["ok"] = self.ok
         return data
 
@@ -120,12 +134,12 @@ def run_theorem(
     tier: str = "ci",
     seed: int | None = None,
 ) -> Entry:
-    with fresh_context():
-        return _run_theorem(theorem, variant_name, expected, rlimit, tier, seed)
+    with fresh_context(), in_effect(variant_name) as variant:
+        return _run_theorem(theorem, variant, expected, rlimit, tier, seed)
 
 
-def _run_theorem(theorem: Theorem, variant_name: str, expected: str, rlimit: int, tier: str, seed: int | None) -> Entry:
-    variant = get_variant(variant_name)
+def _run_theorem(theorem: Theorem, variant, expected: str, rlimit: int, tier: str, seed: int | None) -> Entry:
+    variant_name = variant.name
     started = time.perf_counter()
     refute_first = expected == REFUTED
     outcomes = [
@@ -133,6 +147,7 @@ def _run_theorem(theorem: Theorem, variant_name: str, expected: str, rlimit: int
     ]
     verdict, reason, counterexample, used, unconfirmed = _combine(theorem, outcomes)
     spent = sum(out.rlimit for _, out in outcomes)
+    found = None
     reused = sum(out.reused for _, out in outcomes)
     if verdict == UNKNOWN and theorem.trace_search is not None and any(o.verdict == REFUTED for _, o in outcomes):
         search = theorem.trace_search
@@ -174,8 +189,16 @@ def _run_theorem(theorem: Theorem, variant_name: str, expected: str, rlimit: int
         statement=theorem.statement,
         tier=tier,
         source=formula_location(theorem.obligations[0].formula),
-        smt2={o.name: out.smt2 for o, out in outcomes if out.smt2},
+        queries=_queries(outcomes, found if verdict == REFUTED and found is not None else None, theorem),
     )
+
+
+def _queries(outcomes: list, trace: Outcome | None, theorem: Theorem) -> dict[str, list[Query]]:
+    """Every obligation's queries, and the trace search's when it refuted."""
+    queries = {o.name: out.queries for o, out in outcomes if out.queries}
+    if trace is not None and trace.queries:
+        queries[theorem.trace_search.name] = trace.queries
+    return queries
 
 
 def reproduce_command(theorem: str, variants: list[str], rlimit: int, seed: int | None) -> str:
@@ -278,7 +301,7 @@ def plan_runs(manifest: dict[str, Expectation], theorem: str | None, variant: st
         raise ManifestError(f"unknown theorem {theorem!r} (known: {', '.join(CATALOGUE)})")
     wanted = None if variant is None else variant.split(",")
     for name in wanted or ():
-        get_variant(name)
+        resolve(name)
     runs = []
     for name, expectation in manifest.items():
         if theorem is not None and name != theorem:

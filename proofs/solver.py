@@ -105,9 +105,42 @@ class Outcome:
     hypotheses_unconfirmed: list[str] = field(default_factory=list)
     counterexample: dict[str, int | bool] | None = None
     reason: str = ""
-    smt2: str = ""
+    queries: list[Query] = field(default_factory=list)  # what the verdict rests on, for export
     reused: int = 0  # queries answered from an identical query posed before (QueryCache)
     hypothesis_names: list[str] | None = None  # the claim's, in order, when it was read symbolically
+
+    @property
+    def smt2(self) -> str:
+        """The first query as `z3` poses it: its Z3 options, then its text."""
+        return self.queries[0].z3_options + self.queries[0].text if self.queries else ""
+
+
+@dataclass(frozen=True)
+class Query:
+    """One query a verdict rests on, for anyone to pose again: `text` is
+    standard SMT-LIB 2.6 (any solver reads it); `z3_options` are the Z3-only
+    settings gridproof decided it under, kept apart so other solvers never
+    see them. `answer` is Z3's: unsat for a proved case (or one the
+    hypotheses exclude), sat for a counterexample's query."""
+
+    case: tuple[tuple[str, bool], ...]  # the case split's values, empty without a split
+    answer: str
+    text: str
+    z3_options: str
+
+    def to_json(self) -> dict:
+        return {
+            "case": [list(pair) for pair in self.case],
+            "answer": self.answer,
+            "text": self.text,
+            "z3_options": self.z3_options,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> Query:
+        return cls(
+            tuple((name, value) for name, value in data["case"]), data["answer"], data["text"], data["z3_options"]
+        )
 
 
 class QueryCache:
@@ -219,9 +252,10 @@ def _resource_count(checked: z3.Solver | None = None) -> int:
 class _Budget:
     """An obligation's rlimit: everything Z3 counted since it began."""
 
-    def __init__(self, rlimit: int) -> None:
+    def __init__(self, rlimit: int, counted: bool = True) -> None:
+        """`counted` False: for a claim only read, never decided (no count to start from)."""
         self.limit = rlimit
-        self.start = _resource_count()
+        self.start = _resource_count() if counted else 0
         self.used = 0
 
     @property
@@ -285,6 +319,23 @@ def decide(
     outcome.hypothesis_names = problem.hypothesis_names if problem is not None else None
     outcome.seconds = time.perf_counter() - started
     return outcome
+
+
+def query_text(formula: Formula, variables: Sequence[Var], variant) -> str:
+    """The claim read symbolically as one query's text, every input free:
+    the witness definitions, the hypotheses, the negated goal and the cover
+    goals, with Z3's let-names numbered in order. Every query a decision
+    poses is a function of it (and of the procedure's code), so equal texts
+    are decided alike."""
+    with fresh_context():
+        problem = _Problem(formula, tuple(variables), variant, frozenset(), None, _Budget(1, counted=False))
+        try:
+            encoding = _Encoding(problem, {})
+        except ZeroDivisionError as error:
+            return f"ZeroDivisionError: {error}"
+        query = encoding.solver(tracked=True, lemmas=False)
+        covers = [z3.Bool(f"cover:{name}") == _bool(c) for name, c in encoding.claim.covers.items()]
+        return QueryCache.key(query, [z3.Not(encoding.goal), *covers])
 
 
 def encode(
@@ -429,13 +480,13 @@ class _Problem:
             # 0.67 s, against 0.15 s whole.
             values = self._refute_small({})
             if values is not None:
-                return self._refuted(values, "")
+                return self._refuted(values, {})
         used: set[str] = set()
         unconfirmed: set[str] = set()
         # Shown needed by a check in some case: needed, whatever another case's check said.
         confirmed: set[str] = set()
         admitted = 0
-        smt2 = ""
+        queries: list[Query] = []
         for case in cases:
             label = _case_label(case)
             known = set(used)
@@ -447,20 +498,24 @@ class _Problem:
             used.update(out.hypotheses_used)
             unconfirmed.update(out.hypotheses_unconfirmed)
             confirmed.update(checked - set(out.hypotheses_unconfirmed))
+            queries += out.queries
             if out.verdict == VACUOUS and case:
                 continue
             admitted += 1
             if out.verdict != PROVED:
                 out.reason = label + out.reason
+                out.queries = queries
                 return out
-            smt2 = smt2 or out.smt2
         if admitted == 0:
-            return Outcome(VACUOUS, reason="the hypotheses exclude every case")
+            return Outcome(VACUOUS, reason="the hypotheses exclude every case", queries=queries)
         covers = self._check_covers()
         if covers is not None:
             return covers
         return Outcome(
-            PROVED, hypotheses_used=sorted(used), hypotheses_unconfirmed=sorted(unconfirmed - confirmed), smt2=smt2
+            PROVED,
+            hypotheses_used=sorted(used),
+            hypotheses_unconfirmed=sorted(unconfirmed - confirmed),
+            queries=queries,
         )
 
     def _decide_case(self, case: dict, searched: bool, known_needed: set[str] = frozenset()) -> Outcome:
@@ -477,7 +532,7 @@ class _Problem:
         false = [name for name, h in simplified.items() if z3.is_false(h)]
         if false:
             where = " in this case" if case else ""
-            return self._excluded(encoding, false, f"hypotheses false{where}: {', '.join(false)}")
+            return self._excluded(case, encoding, false, f"hypotheses false{where}: {', '.join(false)}")
         answer = z3.sat
         found = self._pinned_model(encoding, z3.BoolVal(True)) or self._search(case, _anything, rungs=SIZE_LADDER[:1])
         if not found:
@@ -489,7 +544,7 @@ class _Problem:
                     return Outcome(UNKNOWN, reason=f"hypotheses alone: {self.last_reason}")
         if answer == z3.unsat:
             core, _ = self._core(encoding, z3.BoolVal(True))
-            return self._excluded(encoding, core, f"the hypotheses contradict each other: {', '.join(core)}")
+            return self._excluded(case, encoding, core, f"the hypotheses contradict each other: {', '.join(core)}")
         # Untracked: naming hypotheses for an unsat core blocks the solver's
         # equality solving, and measured slower by orders of magnitude here.
         independent = _independent_of_goal(encoding, simplified)
@@ -497,7 +552,6 @@ class _Problem:
         negated.add(z3.Not(encoding.goal))
         # Written once: the exported file and the query cache's key.
         text = negated.to_smt2()
-        smt2 = self._smt2(text)
         answer = self.check(negated, smt2=text)
         # What the proof cost when first decided: a reused answer sizes the
         # deletion checks as the same query decided alone would.
@@ -507,9 +561,18 @@ class _Problem:
             if answer != z3.sat:
                 break
             values = encoding.values(negated.model())
-            outcome = self._refuted(values, smt2)
+            outcome = self._refuted(values, case, text)
             if outcome.verdict == REFUTED:
                 return outcome
+            if independent:
+                # The cone of influence left these hypotheses out, so Z3 chose
+                # their inputs freely: pose the query again with every
+                # hypothesis asserted before calling the model spurious.
+                negated.add(*(encoding.hypotheses[name] for name in sorted(independent)))
+                independent = set()
+                text = negated.to_smt2()
+                answer = self.check(negated, smt2=text)
+                continue
             # A model that does not replay exploits an over-approximation (the
             # symbolic lcm) or an encoding bug: look past it for a real
             # counterexample, but never report the theorem proved.
@@ -517,7 +580,7 @@ class _Problem:
             negated.add(z3.Or(*(encoding.inputs[v.name] != values[v.name] for v in encoding.free)))
             answer = self.check(negated)
         if answer == z3.sat:
-            return self._refuted(encoding.values(negated.model()), smt2)
+            return self._refuted(encoding.values(negated.model()), case, negated.to_smt2())
         if spurious is not None:
             return spurious
         if answer == z3.unknown:
@@ -525,15 +588,16 @@ class _Problem:
             if not searched:
                 found = self._refute_small(case)
                 if found is not None:
-                    return self._refuted(found, "")
-            return Outcome(UNKNOWN, reason=f"goal: {reason}", smt2=smt2)
+                    return self._refuted(found, case)
+            return Outcome(UNKNOWN, reason=f"goal: {reason}", queries=[self._query(case, "unknown", text)])
         # Not needed in this case, without a check: a hypothesis true outright,
         # and those the proof did without.
         idle = {name for name, h in simplified.items() if z3.is_true(h)} | independent
         used, unconfirmed = self._minimised(encoding, proof_key, proof_cost, known_needed, idle)
-        return Outcome(PROVED, hypotheses_used=used, hypotheses_unconfirmed=unconfirmed, smt2=smt2)
+        queries = [self._query(case, "unsat", text)]
+        return Outcome(PROVED, hypotheses_used=used, hypotheses_unconfirmed=unconfirmed, queries=queries)
 
-    def _excluded(self, encoding: _Encoding, names: list[str], reason: str) -> Outcome:
+    def _excluded(self, case: dict, encoding: _Encoding, names: list[str], reason: str) -> Outcome:
         """VACUOUS for a case that the hypotheses `names` exclude: they are the
         proof of that case. Each is confirmed needed when, in this case with
         every other hypothesis holding, the goal fails without it: in a pinned
@@ -546,7 +610,16 @@ class _Problem:
             return deletions.needed_when_pinned(kept, name) or deletions.check(kept, name, CORE_MIN_RLIMIT) == z3.sat
 
         unconfirmed = [name for name in names if not needed(name)]
-        return Outcome(VACUOUS, reason=reason, hypotheses_used=list(names), hypotheses_unconfirmed=unconfirmed)
+        # Exported as the proof of the case: every hypothesis and the negated goal, unsat.
+        query = encoding.solver(tracked=False)
+        query.add(z3.Not(encoding.goal))
+        return Outcome(
+            VACUOUS,
+            reason=reason,
+            hypotheses_used=list(names),
+            hypotheses_unconfirmed=unconfirmed,
+            queries=[self._query(case, "unsat", query.to_smt2())],
+        )
 
     def _minimised(
         self, encoding: _Encoding, proof_key: str, proof_cost: int, known_needed: set[str], idle: set[str]
@@ -571,17 +644,21 @@ class _Problem:
             cache.store_minimised(key, result)
         return result
 
-    def _smt2(self, text: str) -> str:
-        """The query (a solver's to_smt2() text) as SMT-LIB to export, with
-        the obligation's solver options, so that `z3 FILE` poses it as it was
-        posed here."""
-        options = "".join(
-            f"(set-option :{name} {_smt2_value(value)})\n"
-            for name, value in (*((f"smt.{n}", v) for n, v in QUERY_PARAMETERS), *self.solver_options)
-        )
-        if self.strategy == "core":
-            text = _replace_last(text, "(check-sat)", "(check-sat-using smt)")
-        return options + text
+    def _query(self, case: dict, answer: str, text: str) -> Query:
+        """A solver's to_smt2() `text` as an exported Query: standard SMT-LIB
+        2.6, and apart from it the Z3 options it was decided under, so that
+        `z3` poses it as it was posed here and other solvers read it as is."""
+        return Query(tuple(case.items()), answer, standard_smt2(text, answer), self._z3_options())
+
+    def _z3_options(self) -> str:
+        options = [
+            *((f"smt.{name}", value) for name, value in QUERY_PARAMETERS),
+            *self.solver_options,
+            *((("smt.random_seed", self.seed),) if self.seed is not None else ()),
+            # What the SMT core alone (SimpleSolver) does; Z3's default for the logic differs.
+            *((("tactic.default_tactic", "smt"),) if self.strategy == "core" else ()),
+        ]
+        return "".join(f"(set-option :{name} {_smt2_value(value)})\n" for name, value in options)
 
     def _core(
         self,
@@ -741,11 +818,25 @@ class _Problem:
                         return values
         return None
 
-    def _refuted(self, values: dict, smt2: str) -> Outcome:
+    def _refuted(self, values: dict, case: dict, text: str = "") -> Outcome:
+        """REFUTED if `values` replay, else ERROR. `text`: the query whose
+        model they are; without one (the probe, the ladder), the exported
+        query is the counterexample's: the obligation's full query with every
+        input set to its value, sat."""
         replays, why = replay(self.formula, self.variant, values, self.drop)
         if not replays:
-            return Outcome(ERROR, counterexample=values, reason=f"counterexample does not replay: {why}", smt2=smt2)
-        return Outcome(REFUTED, counterexample=values, reason=why, smt2=smt2)
+            queries = [self._query(case, "sat", text)] if text else []
+            return Outcome(
+                ERROR, counterexample=values, reason=f"counterexample does not replay: {why}", queries=queries
+            )
+        text = text or self._counterexample_text(case, values)
+        return Outcome(REFUTED, counterexample=values, reason=why, queries=[self._query(case, "sat", text)])
+
+    def _counterexample_text(self, case: dict, values: dict) -> str:
+        encoding = self.encoding(case)
+        query = encoding.solver(tracked=False)
+        query.add(z3.Not(encoding.goal), *(encoding.inputs[v.name] == values[v.name] for v in encoding.free))
+        return query.to_smt2()
 
 
 class _DeletionQueries:
@@ -856,9 +947,18 @@ def _pinned(sizes, pins: tuple[int, int]) -> list[z3.BoolRef]:
     return [size == low if low == high else z3.And(low <= size, size <= high) for size in sizes]
 
 
-def _replace_last(text: str, old: str, new: str) -> str:
-    head, found, tail = text.rpartition(old)
-    return head + new + tail if found else text
+def standard_smt2(text: str, answer: str) -> str:
+    """A solver's to_smt2() text as a standard SMT-LIB 2.6 script: the logic
+    declared (integers, nonlinear, no quantifiers), the answer Z3 gave as its
+    status, one (check-sat). Z3 writes only declarations and assertions in
+    between, with let-names that are plain SMT-LIB symbols."""
+    body = text.removeprefix("; benchmark generated from python API\n").removeprefix("(set-info :status unknown)\n")
+    head, found, tail = body.rpartition("(check-sat)")
+    body = head if found else body
+    status = answer if answer in ("sat", "unsat") else "unknown"
+    return (
+        f"(set-info :smt-lib-version 2.6)\n(set-logic QF_NIA)\n(set-info :status {status})\n{body}(check-sat)\n(exit)\n"
+    )
 
 
 def _smt2_value(value: object) -> str:

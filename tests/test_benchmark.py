@@ -18,10 +18,15 @@ pytest.importorskip("crosshair", reason="the benchmark's CrossHair peer needs th
 
 
 @pytest.fixture(scope="module")
-def quick_output() -> str:
+def docs_page(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("docs") / "benchmarks.md"
+
+
+@pytest.fixture(scope="module")
+def quick_output(docs_page: Path) -> str:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     done = subprocess.run(
-        [sys.executable, "-m", "proofs.benchmark", "--quick", "--peer-seconds", "3"],
+        [sys.executable, "-m", "proofs.benchmark", "--quick", "--peer-seconds", "3", "--write-docs", str(docs_page)],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -55,3 +60,12 @@ def test_race_table(quick_output: str) -> None:
     assert "eagle-backoff-dropped" in quick_output
     assert "median Hypothesis / gridproof:" in quick_output
     assert "per mutant" in quick_output
+
+
+def test_write_docs_page_holds_the_command_and_the_printed_figures(quick_output: str, docs_page: Path) -> None:
+    page = docs_page.read_text(encoding="utf-8")
+    assert page.startswith("# Benchmarks\n")
+    assert f"python3 -m proofs.benchmark --quick --peer-seconds 3 --write-docs {docs_page}" in page
+    # The figures are the run's own output, machine and z3 version first.
+    assert quick_output.strip() in page
+    assert "cores, load average" in page and "z3 " in page

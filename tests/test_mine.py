@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from models.geometry import BUILTIN_DIR
 from models.variants import get_variant
 from proofs.catalog import CATALOGUE
 from proofs.cli import main
@@ -122,6 +123,22 @@ def test_a_geometry_case(tmp_path):
     status, out, err = mine(*args, "--no-vllm")
     assert status == 0 and "already in the corpus" in out
     assert len(list(tmp_path.iterdir())) == 1
+
+
+def test_a_geometry_with_three_target_shapes_is_refused_in_one_line(tmp_path):
+    """Any number of groups maps onto the symbolic deployment, but not three
+    distinct target-attention shapes: said in one line, not a traceback."""
+    text = (BUILTIN_DIR / "kimi-k3-tp16-dcp16.toml").read_text(encoding="utf-8")
+    groups, request = text.split("[request]")
+    for block in (512, 1024):
+        groups += f'[[groups]]\nkind = "target-attention"\nblock_size = {block}\n\n'
+    geometry = tmp_path / "three-targets.toml"
+    geometry.write_text(groups + "[request]" + request, encoding="utf-8")
+    args = ["--variant", "baseline", "--geometry", str(geometry), "--out", str(tmp_path), "--no-vllm"]
+    status, _, err = mine(HEADLINE, *args)
+    assert status == 1
+    assert "at most two distinct target-attention group shapes" in err and "this geometry has 3" in err
+    assert len(err.strip().splitlines()) == 1
 
 
 def test_any_refuted_theorem_can_be_mined(tmp_path):

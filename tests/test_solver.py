@@ -407,8 +407,11 @@ def test_the_strategy_names_how_z3_solves_and_reaches_the_smt2():
     core = decide(formula, (A,), None)
     default = decide(formula, (A,), None, strategy="default")
     assert core.verdict == default.verdict == PROVED
-    assert core.smt2.rstrip().endswith("(check-sat-using smt)")  # `z3 FILE` poses it to the SMT core alone
-    assert default.smt2.rstrip().endswith("(check-sat)")
+    # The SMT core alone is a Z3 option, kept out of the standard text other solvers read.
+    assert "(set-option :tactic.default_tactic smt)" in core.queries[0].z3_options
+    assert "tactic" not in default.queries[0].z3_options
+    assert core.queries[0].text.startswith("(set-info :smt-lib-version 2.6)\n(set-logic QF_NIA)\n")
+    assert core.queries[0].text.endswith("(check-sat)\n(exit)\n") and "set-option" not in core.queries[0].text
     wrong = decide(formula, (A,), None, strategy="fastest")
     assert wrong.verdict == ERROR and "unknown solver strategy 'fastest'" in wrong.reason
 
@@ -454,3 +457,16 @@ def test_a_geometry_whose_reading_divides_by_zero_is_skipped_each_time_it_is_tri
     assert outcome.verdict == PROVED, outcome.reason
     assert outcome.hypotheses_used == ["a above 2"]
     assert readings.count(1) == 1 and 3 in readings
+
+
+def test_a_refutation_outside_the_cone_of_influence_is_solved_again_with_every_hypothesis():
+    # "b exact" reads nothing the goal reads, so the proof query leaves it
+    # out and Z3 picks b freely: that model fails replay. Posed again with
+    # every hypothesis, the refutation is genuine, not an ERROR.
+    def formula(variant, x):
+        return Claim(hypotheses={"a non-negative": x["a"] >= 0, "b exact": x["b"] == 1_000_003}, goal=x["a"] < 5)
+
+    outcome = decide(formula, (Var("a"), Var("b")), None)
+    assert outcome.verdict == REFUTED, outcome.reason
+    assert outcome.counterexample["b"] == 1_000_003 and outcome.counterexample["a"] >= 5
+    assert "(= b 1000003)" in outcome.smt2  # the exported query is the one that found it

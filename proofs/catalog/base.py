@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from models import arith
-from models.plan import cadence, split_grid
+from models.geometry import DRAFT, RECURRENT, TARGET, CacheGroup
+from models.plan import group_grid
 from models.scheduler import SplitCall, SplitParams
 from proofs.solver import Formula, Kind, Var
 
@@ -130,14 +131,26 @@ class SymbolicDeployment:
     split_block: object
 
 
-def deployment(variant, x: dict) -> SymbolicDeployment:
-    r = cadence(variant, x["page"], x["explicit"], x["user_cadence"])
-    spans = (
-        x["page"] * arith.ite(x["sharded"], x["dcp"], 1),
-        x["page2"] * arith.ite(x["sharded2"], x["dcp"], 1),
+def symbolic_groups(x: dict) -> tuple[CacheGroup, ...]:
+    """The symbolic deployment's groups; the recurrent group's block is the
+    first target group's page, as align mode resolves it."""
+    return (
+        CacheGroup(TARGET, x["page"], dcp_sharded=x["sharded"]),
+        CacheGroup(TARGET, x["page2"], dcp_sharded=x["sharded2"]),
+        CacheGroup(RECURRENT, x["page"]),
+        CacheGroup(DRAFT, x["draft_block"], eagle=x["annotated"]),
     )
-    block = split_grid(variant, r, (x["page"], x["page2"], r, x["draft_block"]))
-    return SymbolicDeployment(cadence=r, target_spans=spans, draft_span=x["draft_block"], split_block=block)
+
+
+def deployment(variant, x: dict) -> SymbolicDeployment:
+    """The cadence, spans and split grid that models.plan.group_grid, the
+    resolution `simulate` runs, gives the symbolic groups."""
+    groups = symbolic_groups(x)
+    grid = group_grid(variant, groups, x["dcp"], x["explicit"], x["user_cadence"])
+    (draft_span,) = (span for span, g in zip(grid.spans, groups, strict=True) if g.kind == DRAFT)
+    return SymbolicDeployment(
+        cadence=grid.cadence, target_spans=grid.target_spans, draft_span=draft_span, split_block=grid.split_block
+    )
 
 
 def deployment_domain(x: dict) -> dict[str, object]:

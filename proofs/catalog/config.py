@@ -6,6 +6,7 @@ from models import arith
 from models.config import ConfigInputs, resolve
 from models.variants import BASELINE
 from proofs.catalog.base import Obligation, Theorem, bools, ints
+from proofs.mutation.patch import pristine
 from proofs.solver import Claim
 
 CONFIG_VARS = (
@@ -46,7 +47,9 @@ def _domain(x: dict) -> dict[str, object]:
 
 
 def default_equivalence(variant, x):
-    mine, base = resolve(variant, _inputs(x)), resolve(BASELINE, _inputs(x))
+    mine = resolve(variant, _inputs(x))
+    with pristine():  # the reference: 0.33.0 as released, not as a mutant reads it
+        base = resolve(BASELINE, _inputs(x))
     return Claim(
         hypotheses={**_domain(x), "no explicit cadence": arith.negate(x["explicit"])},
         goal=arith.all_of(
@@ -59,7 +62,9 @@ def default_equivalence(variant, x):
 
 
 def physical_unchanged(variant, x):
-    mine, base = resolve(variant, _inputs(x)), resolve(BASELINE, _inputs(x))
+    mine = resolve(variant, _inputs(x))
+    with pristine():  # the reference: 0.33.0 as released, not as a mutant reads it
+        base = resolve(BASELINE, _inputs(x))
     return Claim(
         hypotheses=_domain(x),
         goal=arith.all_of(

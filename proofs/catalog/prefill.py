@@ -7,14 +7,15 @@ from __future__ import annotations
 from models import arith
 from models.config import guard_accepts
 from models.prefill import initial_state_column, prefill_step, publishes, state_column
-from models.reuse import gpu_restorable
-from models.scheduler import SplitCall, last_cacheable_position, max_prefill_tokens, split
+from models.reuse import gpu_restorable, offload_restorable
+from models.scheduler import SplitCall, last_cacheable_position, max_prefill_tokens, prefill_end, split
 from proofs.catalog.base import (
     GEOMETRY_VARS,
     SPLIT_CALL_VARS,
     SPLIT_PARAM_VARS,
     Obligation,
     Theorem,
+    bools,
     call_domain,
     deployment,
     deployment_domain,
@@ -29,6 +30,18 @@ STEP_VARS = tuple(v for v in SPLIT_PARAM_VARS if v.name != "block") + SPLIT_CALL
 PUBLISH_VARS = GEOMETRY_VARS + ints("end", "tokens")
 RESTORE_VARS = (
     tuple(v for v in SPLIT_PARAM_VARS if v.name != "block") + GEOMETRY_VARS + ints("prompt", "tokens", "position")
+)
+# One step of run_prefill from an arbitrary state of a request's prefill.
+ENGINE_STEP_VARS = (
+    tuple(v for v in SPLIT_PARAM_VARS if v.name != "block")
+    + GEOMETRY_VARS
+    + ints("computed", "budget", "prompt", "tokens", "scheduled")
+)
+SAFE_RESTORE_VARS = (
+    tuple(v for v in SPLIT_PARAM_VARS if v.name != "block")
+    + GEOMETRY_VARS
+    + ints("tokens", "new_tokens", "position")
+    + bools("published")
 )
 UNROLL_STEPS = 2
 GEOMETRY_FLAGS = ("explicit", "sharded", "sharded2")
@@ -72,10 +85,52 @@ def _publication(variant, x):
     return d, end, tokens, hypotheses
 
 
+def engine_step(variant, x, guarded=True, in_prefill=True):
+    """One step of models.prefill.prefill_step, the step run_prefill takes,
+    from an arbitrary state of a request: `computed` tokens done (with
+    `in_prefill`, fewer than the prefill's end; else any short of the
+    request's tokens), any positive budget, the deployment's cadence and
+    split grid as models.plan resolves them. The split enters through its
+    contract, proved for every variant by split-bounds (in prefill, 0 <=
+    scheduled <= requested): what a step publishes and where it writes does
+    not depend on where inside that range the split ends, and the solver is
+    spared the split's every stop. A step refuted this way is searched again
+    as a fresh request's trace through the real split (trace_search)."""
+    d, p, hypotheses = _setting(variant, x, guarded)
+    computed, prompt, tokens, scheduled = x["computed"], x["prompt"], x["tokens"], x["scheduled"]
+    hypotheses["prompt within request"] = arith.all_of(prompt >= 1, tokens >= prompt)
+    if in_prefill:
+        hypotheses["a state in prefill"] = arith.all_of(computed >= 0, computed < prefill_end(prompt, tokens))
+    else:
+        hypotheses["a token left to compute"] = arith.all_of(computed >= 0, computed <= tokens - 1)
+    hypotheses["budget positive"] = x["budget"] >= 1
+    step = prefill_step(
+        variant, p, d.cadence, computed, x["budget"], prompt, tokens, split_function=lambda _p, _call: scheduled
+    )
+    hypotheses["the split's contract (split-bounds)"] = arith.all_of(0 <= scheduled, scheduled <= step.requested)
+    return d, p, step, hypotheses
+
+
 def published_on_targets_step(variant, x):
-    """Step lemma: a chunk end that publishes lies on every target boundary.
-    It does not depend on earlier steps, so the invariant "every checkpoint
-    published so far is on every target boundary" holds after every step."""
+    """Inductive step. Invariant after c tokens: every checkpoint published
+    so far lies on every target boundary. The checkpoints after the step are
+    those before it (the invariant's) and the step's own end when it
+    publishes, which is the goal."""
+    d, _, step, hypotheses = engine_step(variant, x)
+    return Claim(
+        hypotheses=hypotheses,
+        goal=arith.implies(step.published, _on_targets(step.end, d.target_spans)),
+        covers={
+            "the step publishes with DCP > 1": arith.all_of(x["dcp"] >= 2, x["sharded"], step.published),
+            "two different target spans": d.target_spans[0] != d.target_spans[1],
+        },
+    )
+
+
+def guard_sufficient(variant, x):
+    """Every position where a chunk end publishes, whatever the step, lies on
+    every target boundary once the guard accepts: a superset of what the
+    engine's steps publish (prefill-published-on-target-boundaries)."""
     d, end, tokens, hypotheses = _publication(variant, x)
     hypotheses["configuration accepted"] = guard_accepts(variant, d.cadence, d.target_spans)
     return Claim(
@@ -90,15 +145,35 @@ def published_on_targets_step(variant, x):
     )
 
 
-def guard_weakest(variant, x):
-    """The step lemma with the guard's conditions as named hypotheses, as
-    witnesses; each one dropped must refute it."""
-    d, end, tokens, hypotheses = _publication(variant, x)
-    for i, span in enumerate(d.target_spans, 1):
-        # divides() introduces the quotient witness and sees structure (a span
-        # that is the cadence itself divides it without a nonlinear step).
-        hypotheses[f"cadence a multiple of target span {i}"] = arith.divides(span, d.cadence)
-    return Claim(hypotheses=hypotheses, goal=_aligned_if_published(end, d, tokens))
+# The scheduler's inputs of the step that shows a rejected configuration
+# publishing off a target boundary: no EAGLE drop, no partial hits, no
+# internal checkpoints, no junction; the budget is the cadence.
+_PLAIN_SCHEDULER = {
+    "sched_block": 1,
+    "hash_block": 1,
+    "align": 1,
+    "lookahead": 0,
+    "threshold": 0,
+    "eagle_drop": False,
+    "partial": False,
+    "ckpt_blocks": False,
+    "shared": False,
+}
+
+
+def guard_rejects_only_failures(variant, x):
+    """The guard is no stronger than the headline: whenever it rejects a
+    configuration, the engine's own first step of a fresh request of R
+    tokens under a budget of R (the real split, not its contract) publishes
+    the state at R, off some target boundary."""
+    r = deployment(variant, x).cadence
+    d, p, hypotheses = _setting(variant, {**x, **_PLAIN_SCHEDULER, "max_scheduled": r}, guarded=False)
+    hypotheses["configuration rejected"] = arith.negate(guard_accepts(variant, r, d.target_spans))
+    step = prefill_step(variant, p, r, 0, r, r, r)
+    return Claim(
+        hypotheses=hypotheses,
+        goal=arith.all_of(step.published, arith.negate(_on_targets(step.end, d.target_spans))),
+    )
 
 
 def published_on_targets_trace(variant, x):
@@ -170,6 +245,110 @@ def restorable_below_lcp(variant, x):
     )
 
 
+def _restore_setting(variant, x):
+    """A cached request of `tokens` tokens and a later one of `new_tokens`
+    that extends it; `published`: the cached prefill published a checkpoint
+    at `position`, which then satisfies the step's publication rule. No
+    guard: the restore checks the target boundaries itself, so safety holds
+    for every variant, and pr457-guarded poses pr457's very queries."""
+    d, p, hypotheses = _setting(variant, x, guarded=False)
+    tokens, new_tokens, position = x["tokens"], x["new_tokens"], x["position"]
+    hypotheses["a later request extending the cached one"] = arith.all_of(tokens >= 1, new_tokens >= tokens)
+    hypotheses["what the cached prefill publishes"] = arith.implies(
+        x["published"], publishes(position, d.cadence, tokens)
+    )
+    return d, p, hypotheses
+
+
+def _restored_safely(variant, x, d, p, restorable):
+    """A restored position is a published checkpoint, on every target
+    boundary, strictly below the later request's tokens and, except under
+    EAGLE drop with no annotated group (whose one-recurrent-block backoff is
+    stricter than the restore itself, docs/engine-theorems.md), at or below
+    its last cacheable position."""
+    position, new_tokens = x["position"], x["new_tokens"]
+    lcp = last_cacheable_position(variant, p, new_tokens)
+    backoff_only = arith.all_of(p.eagle_drop, arith.negate(p.eagle_annotated))
+    return arith.implies(
+        restorable,
+        arith.all_of(
+            x["published"],
+            _on_targets(position, d.target_spans),
+            position < new_tokens,
+            arith.implies(arith.negate(backoff_only), position <= lcp),
+        ),
+    )
+
+
+def gpu_restore_safe(variant, x):
+    d, p, hypotheses = _restore_setting(variant, x)
+    restorable = gpu_restorable(
+        x["position"],
+        x["published"],
+        d.target_spans,
+        (d.draft_span,),
+        p.eagle_drop,
+        p.lookahead,
+        x["tokens"],
+        x["new_tokens"],
+        x["annotated"],
+    )
+    return Claim(hypotheses=hypotheses, goal=_restored_safely(variant, x, d, p, restorable))
+
+
+def _offload_restore_safe(variant, x, annotated):
+    """The offload connector: a KV connector, so no hash lookahead (vLLM 0.33.0
+    v1/core/sched/scheduler.py:546-662); its EAGLE groups are the annotated ones. Chunks of one block,
+    as every built-in deployment runs: with blocks per chunk symbolic too, the
+    span products left both offload obligations UNKNOWN within 20,000,000."""
+    x = {**x, "annotated": annotated}
+    d, p, hypotheses = _restore_setting(variant, x)
+    hypotheses["a KV connector: no hash lookahead"] = x["lookahead"] == 0
+    restorable = offload_restorable(
+        x["position"],
+        x["published"],
+        d.cadence,
+        d.target_spans,
+        (d.draft_span,) if annotated else (),
+        1,
+        x["tokens"],
+        x["new_tokens"],
+    )
+    return Claim(hypotheses=hypotheses, goal=_restored_safely(variant, x, d, p, restorable))
+
+
+def offload_restore_safe(variant, x):
+    return _offload_restore_safe(variant, x, annotated=False)
+
+
+def offload_restore_safe_with_eagle(variant, x):
+    return _offload_restore_safe(variant, x, annotated=True)
+
+
+def prefill_ends_where_decode_begins(variant, x):
+    """Which tokens the engine's step computes as prefill, from any state of
+    a request (fresh, or resumed with `tokens - prompt` output tokens to
+    replay), with no hypothesis that the state is in prefill."""
+    _, _, step, hypotheses = engine_step(variant, x, guarded=False, in_prefill=False)
+    computed, prompt, tokens = x["computed"], x["prompt"], x["tokens"]
+    prefill = step.end == computed + x["scheduled"]
+    return Claim(
+        hypotheses=hypotheses,
+        goal=arith.all_of(
+            arith.implies(computed < prompt, prefill),
+            arith.implies(computed < tokens - 1, prefill),
+            arith.implies(
+                arith.all_of(tokens > prompt, computed == tokens - 1),
+                arith.all_of(step.end == computed, arith.negate(step.published)),
+            ),
+        ),
+        covers={
+            "a resumed request replaying its outputs": arith.all_of(prompt <= computed, computed < tokens - 1),
+            "a resumed request's last token": arith.all_of(tokens > prompt, computed == tokens - 1),
+        },
+    )
+
+
 def state_slot(variant, x):
     """The column a request reads its initial state from, fresh or resumed
     at a published checkpoint, holds the state after exactly the tokens it
@@ -184,16 +363,46 @@ def state_slot(variant, x):
     )
 
 
+def step_slots(variant, x):
+    """The state slots one step of the engine writes and a resumed request
+    reads, from any state of the prefill; `earlier` indexes a checkpoint
+    published before the step (at earlier * R <= computed tokens)."""
+    d, _, step, hypotheses = engine_step(variant, x, guarded=False)
+    r, computed, earlier = d.cadence, x["computed"], x["earlier"]
+    published_before = arith.multiple(earlier, r)
+    hypotheses["a checkpoint published before the step"] = arith.all_of(earlier >= 1, published_before <= computed)
+    writes = step.end > computed
+    column = state_column(step.end, r)
+    holds_exactly = arith.all_of(arith.multiple(column, r) < step.end, step.end <= arith.multiple(column + 1, r))
+    reads = initial_state_column(variant, computed, r)
+    return Claim(
+        hypotheses=hypotheses,
+        goal=arith.all_of(
+            arith.implies(writes, arith.all_of(column >= 0, holds_exactly)),
+            arith.implies(
+                arith.all_of(writes, arith.negate(step.published)), column != state_column(published_before, r)
+            ),
+            arith.implies(computed == 0, reads == -1),
+            arith.implies(computed == published_before, reads == state_column(computed, r)),
+        ),
+        covers={
+            "a private state written after a published one": arith.all_of(writes, arith.negate(step.published)),
+            "resumed at a published checkpoint": computed == published_before,
+        },
+    )
+
+
 THEOREMS = (
     Theorem(
         "prefill-published-on-target-boundaries",
         "prefill",
-        "Every published recurrent checkpoint lies on a boundary shared with every target-attention group "
-        "(a multiple of every target span), whatever the budgets, hits and flags.",
+        "Every recurrent checkpoint a prefill publishes lies on a boundary shared with every target-attention "
+        "group (a multiple of every target span), whatever the budgets and flags: an inductive invariant over "
+        "the engine's step (models.prefill.prefill_step) from any state of the prefill.",
         (
             Obligation(
                 "step",
-                PUBLISH_VARS,
+                ENGINE_STEP_VARS,
                 published_on_targets_step,
                 case_split=GEOMETRY_FLAGS,
             ),
@@ -201,20 +410,15 @@ THEOREMS = (
         trace_search=Obligation("trace", TRACE_VARS, published_on_targets_trace),
     ),
     Theorem(
-        "guard-weakest",
+        "guard-exact",
         "guard",
-        "The guard of pr457-guarded, a cadence that is a multiple of every target-attention span, makes every "
-        "published checkpoint shared with target attention, and each of its conditions is needed: dropping it "
-        "refutes the property.",
+        "pr457-guarded's check accepts a configuration if and only if every checkpoint its prefills publish lies "
+        "on every target boundary: accepted, every publishing chunk end does; rejected, the engine's first step "
+        "of a fresh request of R tokens under a budget of R publishes off a target boundary.",
         (
-            Obligation(
-                "step",
-                PUBLISH_VARS,
-                guard_weakest,
-                case_split=GEOMETRY_FLAGS,
-            ),
+            Obligation("sufficient", PUBLISH_VARS, guard_sufficient, case_split=GEOMETRY_FLAGS),
+            Obligation("necessary", GEOMETRY_VARS, guard_rejects_only_failures),
         ),
-        ablate=("cadence a multiple of target span 1", "cadence a multiple of target span 2"),
     ),
     Theorem(
         "prefill-same-checkpoints-every-budget",
@@ -245,6 +449,42 @@ THEOREMS = (
                 case_split=("explicit", "eagle_drop", "annotated"),
             ),
         ),
+    ),
+    Theorem(
+        "prefill-restore-safe",
+        "prefill",
+        "Whatever a later request extending a cached one restores, from the GPU prefix cache or through the "
+        "native offload connector, is a checkpoint the cached prefill published, on every target boundary, "
+        "strictly below the later request's tokens and at or below its last cacheable position (except under "
+        "EAGLE drop with no annotated group).",
+        (
+            Obligation("gpu", SAFE_RESTORE_VARS, gpu_restore_safe, case_split=("explicit", "eagle_drop", "annotated")),
+            Obligation("offload", SAFE_RESTORE_VARS, offload_restore_safe, case_split=("explicit", "eagle_drop")),
+            Obligation(
+                "offload-eagle",
+                SAFE_RESTORE_VARS,
+                offload_restore_safe_with_eagle,
+                case_split=("explicit", "eagle_drop"),
+            ),
+        ),
+    ),
+    Theorem(
+        "prefill-end",
+        "prefill",
+        "The engine's step computes every prompt token as prefill, and a resumed request's output tokens too "
+        "up to its last, which is decode's: the step from N - 1 tokens of a request with outputs computes and "
+        "publishes nothing. So the prefill ends at max(P, N - 1), the bound vLLM's split reads "
+        "(tests/conformance/test_prefill_end.py checks it against the real split).",
+        (Obligation("step", ENGINE_STEP_VARS, prefill_ends_where_decode_begins),),
+    ),
+    Theorem(
+        "prefill-step-slots",
+        "prefill",
+        "Every state an engine step writes, private or published, goes to the column that holds exactly that "
+        "many tokens (column k holds positions kR+1..(k+1)R), never a negative one; a private state never "
+        "overwrites the column of a checkpoint published before it; a fresh request reads no column (-1) and a "
+        "request resumed at a published checkpoint reads the column written at exactly that position.",
+        (Obligation("step", ENGINE_STEP_VARS + ints("earlier"), step_slots),),
     ),
     Theorem(
         "prefill-state-slot",

@@ -22,6 +22,7 @@ from proofs.catalog.base import (
     split_call,
     split_params,
 )
+from proofs.mutation.patch import pristine
 from proofs.solver import Claim
 
 VARS = SPLIT_PARAM_VARS + SPLIT_CALL_VARS
@@ -38,9 +39,11 @@ def _in_prefill(call):
 
 def default_equivalence(variant, x):
     p, call, mine = _one_call(variant, x)
+    with pristine():  # the reference: 0.33.0 as released, not as a mutant reads it
+        reference = split(BASELINE, p, call)
     return Claim(
         hypotheses=scheduler_domain(x),
-        goal=mine == split(BASELINE, p, call),
+        goal=mine == reference,
         covers={
             "mid-block start with a junction": arith.all_of(
                 arith.negate(arith.divides(p.block, call.start)), call.start < call.junction

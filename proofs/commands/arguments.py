@@ -11,7 +11,8 @@ import argparse
 import math
 
 from models.errors import GridproofError
-from models.variants import BASELINE, VARIANTS, get_variant
+from models.variants import BASELINE, VARIANTS
+from proofs.mutation.handwritten import resolve
 
 DEFAULT_VARIANT = BASELINE.name
 VARIANT_HELP = f"{', '.join(VARIANTS)} or mutant:NAME (default {DEFAULT_VARIANT})"
@@ -77,9 +78,10 @@ def percentage(text: str) -> float:
 
 
 def variant_name(text: str) -> str:
-    """A variant or mutant:NAME of models/variants.py, the one list of them."""
+    """An engine variant (models/variants.py) or a hand-written mutant:NAME
+    (proofs/mutation/handwritten.py)."""
     try:
-        return get_variant(text).name
+        return resolve(text).name
     except GridproofError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 

@@ -60,7 +60,30 @@ def add_parser(sub) -> None:
         default=0,
         help="rerun every obligation under Z3 seeds 1..K: report verdict flips (exit 1) and the rlimit spread",
     )
+    parser.add_argument(
+        "--confirm",
+        choices=["cvc5"],
+        help="pose every exported query to a second solver and report, per entry, whether it agrees "
+        "(exit 1 on a disagreement; unknown within its budget is reported, not a failure)",
+    )
+    cache = parser.add_mutually_exclusive_group()
+    cache.add_argument(
+        "--cache",
+        metavar="DIR",
+        type=Path,
+        help="reuse an entry decided before when its queries' text, the z3 version and the solver's parameters "
+        "are identical, and store new ones (default: $XDG_CACHE_HOME/gridproof or ~/.cache/gridproof)",
+    )
+    cache.add_argument("--no-cache", action="store_true", help="decide every entry, and store none")
     parser.set_defaults(run=run)
+
+
+def cache_directory(args: argparse.Namespace) -> Path | None:
+    from proofs.cache import default_directory
+
+    if args.no_cache:
+        return None
+    return args.cache if args.cache else default_directory()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -78,4 +101,6 @@ def run(args: argparse.Namespace) -> int:
         against=args.against,
         rlimit_growth=args.rlimit_growth,
         seeds=args.seeds,
+        confirm_with=args.confirm,
+        cache=cache_directory(args),
     )

@@ -6,8 +6,8 @@ import argparse
 import json
 
 from models.geometry import load_geometry
-from models.variants import get_variant
 from proofs.commands.arguments import DEFAULT_VARIANT, VARIANT_HELP, budgets, positive_integer, variant_name
+from proofs.mutation.handwritten import in_effect
 
 
 def add_parser(sub) -> None:
@@ -30,6 +30,7 @@ def run(args: argparse.Namespace) -> int:
 
     geometry = load_geometry(args.geometry)
     steps = args.budget or [geometry.deployment.max_num_scheduled_tokens]
-    result = simulate(get_variant(args.variant), geometry, steps, prompt_tokens=args.prompt_tokens)
+    with in_effect(args.variant) as variant:
+        result = simulate(variant, geometry, steps, prompt_tokens=args.prompt_tokens)
     print(json.dumps(result, indent=2) if args.json else render_text(result))
     return 0

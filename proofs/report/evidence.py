@@ -11,6 +11,7 @@ from proofs.prove import render_table, run_catalogue
 from proofs.report import check_report_dir, load_result, write_report_dir
 from proofs.report.diff import compare
 from proofs.report.seeds import brittleness, render_brittleness
+from proofs.report.smt2 import exported
 
 
 def prove_with_evidence(
@@ -25,18 +26,20 @@ def prove_with_evidence(
     rlimit_growth: float = 50.0,
     seeds: int = 0,
     jobs: int | None = None,
+    confirm_with: str | None = None,
+    cache: Path | None = None,
 ) -> int:
     old = load_result(against) if against is not None else None  # a bad file stops here, before the run
     if report_dir is not None:
         check_report_dir(report_dir)
-    result, entries = run_catalogue(theorem, variant, tier, rlimit, seed, jobs)
+    result, entries = run_catalogue(theorem, variant, tier, rlimit, seed, jobs, cache)
     status = 1 if result["failures"] or not entries else 0
     after: list[str] = []
 
     if seeds:
         seeded = {}
         for s in range(1, seeds + 1):
-            rerun, _ = run_catalogue(theorem, variant, tier, rlimit, s, jobs)
+            rerun, _ = run_catalogue(theorem, variant, tier, rlimit, s, jobs, cache)
             seeded[s] = rerun["entries"]
         report = brittleness(result["entries"], seeded)
         result["brittleness"] = report
@@ -55,10 +58,23 @@ def prove_with_evidence(
             after.append(f"against {against}: no regression")
         after += [f"note: {n}" for n in diff.notes]
 
+    if confirm_with is not None:
+        from proofs.report.confirm import DISAGREES, confirm, render
+
+        confirmed = confirm(entries, confirm_with, jobs=result["jobs"])
+        result["confirm"] = confirmed
+        after += render(confirmed)
+        if confirmed["counts"][DISAGREES]:
+            status = 1
+
     if report_dir is not None:
         written = write_report_dir(result, entries, report_dir)
-        smt2 = sum(p.suffix == ".smt2" for p in written)
-        after.append(f"report: {len(written) - smt2} files and {smt2} .smt2 obligations in {report_dir}")
+        smt2 = sum(p.parent.name == "smt2" for p in written)
+        queries = sum(1 for _ in exported(entries))
+        after.append(
+            f"report: {len(written) - smt2} files and {smt2} in smt2/ ({queries} queries of {len(entries)} entries, "
+            f"Z3 option headers, lemma families) in {report_dir}"
+        )
 
     if as_json:
         print(json.dumps(result, indent=2))

@@ -1,71 +1,82 @@
-"""One SMT-LIB file per obligation, for anyone to recheck a verdict with the z3 binary (or another
-solver) without gridproof.
+"""Every query a verdict rests on, as a standard SMT-LIB 2.6 file, for anyone
+to recheck with the z3 binary, cvc5 or another solver, without gridproof.
 
-The solver tracks each named hypothesis with a literal `hyp:NAME` (that is how it gets unsat cores);
-in the text the solver prints, those literals are free, so a checker could switch every hypothesis off
-and answer sat. The file written here asserts every tracking literal before `(check-sat)`, so it
-states exactly what was decided: the hypotheses and the negated goal. For a PROVED obligation the
-answer is `unsat`; for a REFUTED one `sat`. They come from the live run (the JSON result does not
-carry them), so `gridproof prove --report-dir DIR` writes them and `gridproof report` cannot."""
+One file per obligation and per case of a case split: unsat for a proved
+case (the hypotheses asserted, the goal negated) or one the hypotheses
+exclude, sat for a counterexample's query. The files hold only standard
+commands; the Z3 options gridproof decided them under are in separate
+header files (z3-options-*.smt2), which `z3` reads first and other solvers
+never see. The lemma families that arith asserts beside the witness
+definitions get a file each (lemma-*.smt2) whose unsat proves the family
+valid. They come from the live run (the JSON result does not carry them),
+so `gridproof prove --report-dir DIR` writes them and `gridproof report`
+cannot."""
 
 from __future__ import annotations
 
+import hashlib
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
-TRACKER = re.compile(r"\(declare-fun (\|hyp:[^|]*\|) \(\) Bool\)")
-EXPECTED_ANSWER = {"PROVED": "unsat", "REFUTED": "sat"}
+from proofs.lemmas import validity_queries
+from proofs.solver import Query
+
+MEANING = {
+    "unsat": "unsat: the goal holds for every input the hypotheses admit in this case",
+    "sat": "sat: a counterexample, every input set to its value",
+    "unknown": "no answer was reached within the budget",
+}
 
 
-def checkable(text: str) -> str:
-    """The solver's SMT-LIB text with every hypothesis-tracking literal asserted."""
-    trackers = TRACKER.findall(text)
-    asserted = "".join(f"(assert {t})\n" for t in trackers)
-    head, found, tail = text.rpartition("(check-sat)")
-    if not found:
-        return text + asserted + "(check-sat)\n"
-    return head + asserted + found + tail
-
-
-def file_name(theorem: str, variant: str, obligation: str) -> str:
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{theorem}.{variant}.{obligation}")
+def file_name(theorem: str, variant: str, obligation: str, case: tuple[tuple[str, bool], ...] = ()) -> str:
+    label = "".join(f".{name}-{str(value).lower()}" for name, value in case)
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{theorem}.{variant}.{obligation}{label}")
     return f"{safe}.smt2"
 
 
-def _case_split(theorem: str, obligation: str) -> tuple[str, ...]:
-    from proofs.catalog import CATALOGUE
-
-    found = CATALOGUE.get(theorem)
-    for o in found.obligations if found else ():
-        if o.name == obligation:
-            return tuple(o.case_split)
-    return ()
+def exported(entries) -> Iterator[tuple[object, str, Query, str]]:
+    """(entry, obligation, query, file name) for every query of `entries`."""
+    for entry in entries:
+        for obligation, queries in entry.queries.items():
+            for query in queries:
+                yield entry, obligation, query, file_name(entry.theorem, entry.variant, obligation, query.case)
 
 
-def header(entry, obligation: str) -> str:
-    answer = EXPECTED_ANSWER.get(entry.verdict, "no answer was reached (the verdict is not decided)")
+def options_file(z3_options: str) -> str:
+    """The header file for a set of Z3 options, named by its text: most obligations share one."""
+    return f"z3-options-{hashlib.sha256(z3_options.encode()).hexdigest()[:10]}.smt2"
+
+
+def header(entry, obligation: str, query: Query, name: str) -> str:
+    case = ", ".join(f"{k}={v}" for k, v in query.case)
     lines = [
-        f"gridproof obligation: theorem {entry.theorem}, variant {entry.variant}, obligation {obligation}",
-        f"verdict: {entry.verdict} (manifest: {entry.expected}); expected answer: {answer}",
-        "the hypotheses are asserted and the goal is negated: unsat means the goal holds for every input",
-        f"recheck: z3 -st {file_name(entry.theorem, entry.variant, obligation)}",
+        f"gridproof obligation: theorem {entry.theorem}, variant {entry.variant}, obligation {obligation}"
+        + (f", case {case}" if case else ""),
+        f"entry verdict: {entry.verdict} (manifest: {entry.expected}); this file: {MEANING[query.answer]}",
+        f"recheck with z3 as gridproof posed it: cat {options_file(query.z3_options)} {name} | z3 -in",
+        f"recheck with another solver: cvc5 {name}",
         f"reproduce in gridproof: {entry.reproduce}",
     ]
-    split = _case_split(entry.theorem, obligation)
-    if split:
-        lines.append(
-            f"note: gridproof decides this obligation case by case over {', '.join(split)}; "
-            "this file is one of those cases (the first the solver built), not all of them"
-        )
     return "".join(f"; {line}\n" for line in lines)
 
 
 def write_smt2(entries, directory: Path) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    for entry in entries:
-        for obligation, text in entry.smt2.items():
-            path = directory / file_name(entry.theorem, entry.variant, obligation)
-            path.write_text(header(entry, obligation) + checkable(text), encoding="utf-8")
-            written.append(path)
+    options: dict[str, str] = {}
+    for entry, obligation, query, name in exported(entries):
+        path = directory / name
+        path.write_text(header(entry, obligation, query, name) + query.text, encoding="utf-8")
+        written.append(path)
+        options[options_file(query.z3_options)] = query.z3_options
+    for name, text in sorted(options.items()):
+        note = "; Z3-only options gridproof decides with: read before an obligation's file, by z3 alone\n"
+        (directory / name).write_text(note + text, encoding="utf-8")
+        written.append(directory / name)
+    for family, text in validity_queries().items():
+        path = directory / f"lemma-{family}.smt2"
+        note = f"; lemma family {family} (models/arith.py): unsat proves it follows from the witness definitions\n"
+        path.write_text(note + text, encoding="utf-8")
+        written.append(path)
     return written

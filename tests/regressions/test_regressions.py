@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from models.variants import get_variant
 from proofs.mining import FAILS, HOLDS, REJECTED, derive_deployment
+from proofs.mutation.handwritten import resolve
 from proofs.playback import (
     FIX_VARIANT,
     FORMAT,
@@ -182,8 +182,25 @@ def test_deleting_the_fix_makes_cases_fail():
     failing = [d for d in safe if outcomes[id(d)] == FAILS]
     assert len(failing) >= 3, "the mutant is not noticed by the corpus"
     for doc in failing:
-        derived = derive_deployment(get_variant(mutant), doc["inputs"])
+        derived = derive_deployment(resolve(mutant), doc["inputs"])
         assert derived["cadence"] % derived["span1"] == 0, "the mutant checks the first group"
         assert derived["cadence"] % derived["span2"] != 0, "and misses the second"
     # And with the check intact, the same deployments are refused or hold.
     assert all(replay_outcome(d, FIX_VARIANT) in (HOLDS, REJECTED) for d in failing)
+
+
+def test_the_scaled_kimi_k3_deployment_with_every_group():
+    """The seed's scaled regression: 4 target, 12 recurrent and 1 EAGLE group
+    at DCP16, 768-token pages, cadence 12,288, a 136,168-token prompt. Under
+    budgets of 768 and of 4,096, pr457-guarded publishes the same 11
+    checkpoints, all shared with target attention, and a later identical
+    request restores 135,168 tokens from the GPU prefix cache and offload."""
+    scaled = [d for d in DOCS.values() if d.get("geometry", {}).get("name") == "kimi-k3-tp16-dcp16-all-groups"]
+    assert sorted(d["geometry_budgets"][0] for d in scaled) == [768, 4096]
+    for doc in scaled:
+        kinds = [g["kind"] for g in doc["geometry"]["groups"]]
+        assert [kinds.count(k) for k in ("target-attention", "recurrent", "draft-attention")] == [4, 12, 1]
+        guarded = doc["geometry_figures"]["pr457-guarded"]
+        assert guarded["published"] == [12_288 * k for k in range(1, 12)]
+        assert guarded["published_on_every_target"] == guarded["published"]
+        assert guarded["restored"] == guarded["offload_restored"] == 135_168

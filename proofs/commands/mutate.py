@@ -1,0 +1,143 @@
+"""`gridproof mutate`: generated mutants of the model, the catalogue run on
+each, and the mutation score (proofs/mutation/)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from proofs.mutation.operators import DEFAULT_MODULES, OPERATORS, generate
+from proofs.mutation.run import DEFAULT_TIMEOUT, GAP, run_mutants, sample, summary
+
+MODULES = ("config", "plan", "scheduler", "prefill", "reuse", "geometry")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
+    return value
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a percentage such as 95, got {text!r}") from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 100, got {text!r}")
+    return value
+
+
+def add_parser(sub) -> None:
+    mutate = sub.add_parser(
+        "mutate",
+        help="apply mutation operators to models/, run the catalogue on each mutant, report the mutation score",
+        description="Each mutant is killed (some theorem's verdict differs from the manifest), proved "
+        "equivalent by Z3, or a gap. Score: killed / (generated - equivalent).",
+    )
+    mutate.add_argument(
+        "--module",
+        action="append",
+        choices=MODULES,
+        help=f"mutate only this module of models/ (repeatable; default: {', '.join(DEFAULT_MODULES)})",
+    )
+    mutate.add_argument(
+        "--operator", action="append", choices=OPERATORS, help="only this operator (repeatable; default: all)"
+    )
+    mutate.add_argument("--function", help="only the functions whose qualified name is this (e.g. chunk_end)")
+    mutate.add_argument("--sample", type=_positive, metavar="N", help="run N mutants drawn at random (see --seed)")
+    mutate.add_argument("--seed", type=_seed, default=0, help="the draw of --sample (default 0)")
+    mutate.add_argument("--jobs", type=_positive, default=1, help="mutants decided at once, one process each")
+    mutate.add_argument(
+        "--timeout", type=_positive, default=DEFAULT_TIMEOUT, help="seconds per mutant before it counts as a gap"
+    )
+    mutate.add_argument("--fail-under", type=_percent, metavar="PERCENT", help="exit 1 when the score is below PERCENT")
+    mutate.add_argument("--list", action="store_true", help="list the mutants that would run, and run none")
+    mutate.add_argument("--json", action="store_true", help="print the result as JSON")
+    mutate.set_defaults(run=run)
+    mutate.error = _one_line_error  # bad input: one line, exit status 2 (argparse prints its usage too)
+
+
+def _one_line_error(message: str) -> None:
+    print(f"gridproof: error: mutate: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def run(args: argparse.Namespace) -> int:
+    from proofs.commands.arguments import UsageError
+
+    modules = tuple(args.module or DEFAULT_MODULES)
+    mutants = generate(modules, tuple(args.operator or OPERATORS))
+    if args.function is not None:
+        mutants = [m for m in mutants if m.patch.function == args.function]
+        if not mutants:
+            raise UsageError(f"--function: no mutant of a function named {args.function!r} in {', '.join(modules)}")
+    chosen = sample(mutants, args.sample, args.seed)
+    if args.list:
+        for m in chosen:
+            print(f"{m.ident}  {m.patch.location()}  {m.summary}")
+        print(f"{len(chosen)} of {len(mutants)} mutants", file=sys.stderr)
+        return 0
+    started = time.perf_counter()
+    print(f"gridproof mutate: {len(chosen)} of {len(mutants)} mutants of {', '.join(modules)}", file=sys.stderr)
+    results = run_mutants(chosen, jobs=args.jobs, timeout=args.timeout, progress=_progress)
+    figures = summary(results, time.perf_counter() - started)
+    selection = {
+        "modules": list(modules),
+        "operators": args.operator or "all",
+        "function": args.function,
+        "sample": args.sample,
+        "seed": args.seed if args.sample else None,
+        "jobs": args.jobs,
+    }
+    if args.json:
+        document = {"format": "gridproof-mutation/1", "selection": selection, **figures}
+        document["mutants"] = [r.to_json() for r in results]
+        print(json.dumps(document, indent=2))
+    else:
+        print(render(results, figures))
+    below = args.fail_under is not None and (figures["score"] is None or figures["score"] < args.fail_under)
+    return 1 if below else 0
+
+
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def render(results, figures: dict) -> str:
+    lines = []
+    gaps = [r for r in results if r.status == GAP]
+    if gaps:
+        lines.append(f"gaps: {len(gaps)} mutants no theorem kills and Z3 does not prove equivalent")
+        for r in gaps:
+            lines.append(f"  {r.location}  {r.function}  [{r.operator}]  {r.summary}")
+            lines.append(f"      {r.reason}")
+        lines.append("")
+    lines.append("by operator (killed / equivalent / gap):")
+    for operator, counts in sorted(figures["by_operator"].items()):
+        lines.append(f"  {operator:14} {counts['killed']:4} {counts['equivalent']:4} {counts['gap']:4}")
+    score = "n/a" if figures["score"] is None else f"{figures['score']}%"
+    lines += [
+        "",
+        f"{figures['generated']} mutants: {figures['killed']} killed ({figures['killed_by_reference_only']} only by "
+        f"a comparison with 0.33.0, {figures['killed_by_error']} by an ERROR), {figures['equivalent']} proved "
+        f"equivalent, {figures['gaps']} gaps; score {score} = killed / (generated - equivalent); "
+        f"{figures['seconds']} s",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,44 @@
+"""`gridproof source`: the shipped vLLM functions, executed symbolically,
+against the model or against another release (proofs/source/)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from proofs.source.report import FUNCTIONS
+
+
+def add_parser(sub) -> None:
+    parser = sub.add_parser(
+        "source", help="prove the shipped vLLM functions equivalent to the model (or diff two releases)"
+    )
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--vllm", metavar="PATH", help="a vLLM checkout, an unpacked wheel or a .whl file")
+    where.add_argument("--vllm-version", metavar="X.Y.Z", help="the installed vLLM if that version, else its wheel")
+    where.add_argument(
+        "--diff", nargs=2, metavar=("A", "B"), help="two releases (X.Y.Z) or paths, function by function"
+    )
+    parser.add_argument("--function", choices=FUNCTIONS, action="append", help="only this function (repeatable)")
+    parser.add_argument("--json", action="store_true", help="the result as JSON")
+    parser.set_defaults(run=run)
+
+
+def _source(spec: str):
+    from proofs.source.releases import source_for
+
+    looks_like_version = all(part.isdigit() for part in spec.split(".")) and spec.count(".") >= 1
+    return source_for(version=spec) if looks_like_version else source_for(path=spec)
+
+
+def run(args: argparse.Namespace) -> int:
+    from proofs.source import report
+    from proofs.source.releases import source_for
+
+    names = tuple(args.function) if args.function else FUNCTIONS
+    if args.diff:
+        result = report.diff(_source(args.diff[0]), _source(args.diff[1]), names)
+    else:
+        result = report.check(source_for(path=args.vllm, version=args.vllm_version), names)
+    print(json.dumps(result, indent=2) if args.json else report.render_text(result))
+    return 0 if result["ok"] else 1

@@ -1,0 +1,121 @@
+"""The hand-written mutants the manifest names (`mutant:NAME`): plausible
+faults, each a patch on one model function and the variant it breaks, and
+the name resolution that covers both the engine variants and these."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+
+from models.variants import PR457_GUARDED, VARIANTS, UnknownVariantError, Variant
+from proofs.mutation.patch import Patch, applied
+
+PREFIX = "mutant:"
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    base: Variant
+    patch: Patch
+    description: str
+
+    @property
+    def variant(self) -> Variant:
+        """The base variant under the mutant's name: the model reads the same choices."""
+        return replace(self.base, name=PREFIX + self.name, description=self.description)
+
+
+def _mutant(name: str, description: str, module: str, function: str, before: str, after: str) -> Mutant:
+    return Mutant(name, PR457_GUARDED, Patch(f"models.{module}", function, before, after), description)
+
+
+MUTANTS = {
+    m.name: m
+    for m in (
+        _mutant(
+            "lcp-off-by-one",
+            "the last cacheable position computed from N + 1 tokens",
+            "scheduler",
+            "last_cacheable_position",
+            "    block = p.block\n",
+            "    tokens = tokens + 1\n    block = p.block\n",
+        ),
+        _mutant(
+            "stop-at-start",
+            "a stop at the chunk start is taken: `start <= s` for `start < s`",
+            "scheduler",
+            "_strictly_inside",
+            "start < stop",
+            "start <= stop",
+        ),
+        _mutant(
+            "physical-block-cadence",
+            "the split reads the physical block where the cadence belongs",
+            "plan",
+            "split_grid",
+            "if variant.splits_on_cadence:",
+            "if False:",
+        ),
+        _mutant(
+            "eagle-backoff-dropped",
+            "with EAGLE and no annotated group, no one-block backoff",
+            "scheduler",
+            "last_cacheable_position",
+            "backoff = checkpoint_position(tokens, block, True, p.lookahead)",
+            "backoff = plain",
+        ),
+        _mutant(
+            "conversion-rounds-up",
+            "the EAGLE boundary converted to the cadence grid rounding up",
+            "scheduler",
+            "last_cacheable_position",
+            "converted = arith.round_down(reusable, block)",
+            "converted = arith.cdiv(reusable, block) * block",
+        ),
+        _mutant(
+            "target-group-left-out",
+            "the guard checks only the first target-attention group",
+            "config",
+            "guard_accepts",
+            "for span in target_spans)",
+            "for span in target_spans[:1])",
+        ),
+        _mutant(
+            "slot-off-by-one",
+            "a resumed request reads its initial state from column h // R",
+            "prefill",
+            "initial_state_column",
+            "arith.floordiv(computed - 1, cadence)",
+            "arith.floordiv(computed, cadence)",
+        ),
+    )
+}
+
+
+def known_names() -> list[str]:
+    return [*VARIANTS, *(PREFIX + m for m in MUTANTS)]
+
+
+def mutant_of(name: str) -> Mutant | None:
+    """The mutant `name` (`mutant:NAME`) stands for; None for an engine variant."""
+    if name in VARIANTS:
+        return None
+    if name.startswith(PREFIX) and name[len(PREFIX) :] in MUTANTS:
+        return MUTANTS[name[len(PREFIX) :]]
+    raise UnknownVariantError(f"unknown variant {name!r} (known: {', '.join(known_names())})")
+
+
+def resolve(name: str) -> Variant:
+    """The variant a name stands for; for a mutant, read its model inside `in_effect`."""
+    mutant = mutant_of(name)
+    return VARIANTS[name] if mutant is None else mutant.variant
+
+
+@contextlib.contextmanager
+def in_effect(name: str) -> Iterator[Variant]:
+    """The variant `name`, with its mutant's patch applied to the model for the block."""
+    mutant = mutant_of(name)
+    with applied(None if mutant is None else mutant.patch):
+        yield resolve(name)

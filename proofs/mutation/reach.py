@@ -1,0 +1,153 @@
+"""Which theorems read which model functions, and with what kind of arguments.
+
+Each theorem's claims are built once per variant, symbolically and with a
+few concrete inputs, while a profiler records every call of a model
+function. A mutant of a function that no claim of a theorem calls cannot
+change that theorem's verdicts (the claim and its replay run the very same
+code), so only the theorems that read the function are run on it. The
+recorded arguments, as shapes (which values are Int or Bool terms, which are
+fixed), are the inputs of the equivalence check (equivalence.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import z3
+
+from models import arith
+from models.variants import VARIANTS, Variant
+from proofs.catalog import CATALOGUE
+from proofs.mutation.patch import live_function
+from proofs.solver import Kind, fresh_context, symbolic_inputs
+
+SHAPES_PER_VARIANT = 3  # distinct argument shapes kept per function and variant
+CONCRETE_PROBES = 4  # concrete inputs each claim is also read with
+
+
+@dataclass(frozen=True)
+class IntLeaf:
+    """A value read as an Int term."""
+
+
+@dataclass(frozen=True)
+class BoolLeaf:
+    """A value read as a Bool term."""
+
+
+@dataclass(frozen=True)
+class Fixed:
+    """A value passed as it is (a variant, a geometry, a Python int or bool)."""
+
+    value: object
+
+
+@dataclass(frozen=True)
+class Record:
+    cls: type
+    fields: tuple[tuple[str, object], ...]
+
+
+@dataclass(frozen=True)
+class Sequence_:
+    cls: type
+    items: tuple
+
+
+@dataclass(frozen=True)
+class Call:
+    variant: Variant
+    arguments: tuple[tuple[str, object], ...]  # parameter name -> shape
+
+
+@dataclass
+class Reach:
+    theorems: dict[str, set[str]] = field(default_factory=dict)  # "module:function" -> theorem names
+    calls: dict[str, list[Call]] = field(default_factory=dict)  # "module:function" -> shapes
+
+
+def key(module: str, function: str) -> str:
+    return f"{module}:{function}"
+
+
+def shape(value: object) -> object:
+    if isinstance(value, z3.ExprRef):
+        return BoolLeaf() if z3.is_bool(value) else IntLeaf()
+    if isinstance(value, (tuple, list)):
+        items = tuple(shape(v) for v in value)
+        if any(not isinstance(i, Fixed) for i in items):
+            return Sequence_(type(value), items)
+        return Fixed(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, (type, Variant)):
+        fields = tuple((f.name, shape(getattr(value, f.name))) for f in dataclasses.fields(value))
+        if any(not isinstance(s, Fixed) for _, s in fields):
+            return Record(type(value), fields)
+    return Fixed(value)
+
+
+def capture(functions: Iterable[tuple[str, str]], theorems: dict[str, list[str]]) -> Reach:
+    """`theorems`: theorem name -> the engine variants it is decided for."""
+    codes = {live_function(m, f).__code__: key(m, f) for m, f in functions}
+    reach = Reach()
+    current: list[str] = [""]
+    variant_now: list[Variant] = [VARIANTS["baseline"]]
+    seen: set[tuple[str, str, str]] = set()
+
+    def profile(frame, event, _arg):
+        if event != "call":
+            return
+        name = codes.get(frame.f_code)
+        if name is None:
+            return
+        reach.theorems.setdefault(name, set()).add(current[0])
+        code = frame.f_code
+        if code.co_flags & (inspect_varargs | inspect_varkeywords):
+            return
+        parameters = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+        arguments = tuple((p, shape(frame.f_locals[p])) for p in parameters)
+        if all(isinstance(s, Fixed) for _, s in arguments):
+            return  # a concrete read: no symbolic shape to learn from
+        signature = (name, variant_now[0].name, repr(arguments))
+        kept = reach.calls.setdefault(name, [])
+        same_variant = sum(c.variant.name == variant_now[0].name for c in kept)
+        if signature not in seen and same_variant < SHAPES_PER_VARIANT:
+            seen.add(signature)
+            kept.append(Call(variant_now[0], arguments))
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        for theorem_name, variants in theorems.items():
+            theorem = CATALOGUE[theorem_name]
+            current[0] = theorem_name
+            obligations = [*theorem.obligations, *([theorem.trace_search] if theorem.trace_search else [])]
+            for variant_name in variants:
+                variant_now[0] = VARIANTS[variant_name]
+                for obligation in obligations:
+                    _read(obligation, variant_now[0])
+    finally:
+        sys.setprofile(previous)
+    return reach
+
+
+inspect_varargs, inspect_varkeywords = 0x04, 0x08  # CO_VARARGS, CO_VARKEYWORDS
+
+
+def _read(obligation, variant: Variant) -> None:
+    """The obligation's claim read symbolically, then with a few concrete inputs."""
+    with fresh_context(), arith.symbolic_context():
+        obligation.formula(variant, symbolic_inputs(obligation.variables))
+    rng = random.Random(0)
+    for probe in range(CONCRETE_PROBES):
+        values = {
+            v.name: (rng.random() < 0.5 if v.kind is Kind.BOOL else (1 if probe == 0 else rng.randint(1, 24)))
+            for v in obligation.variables
+        }
+        try:
+            obligation.formula(variant, values)
+        except Exception:  # a probe outside the domain (a zero divisor) reads less, not wrongly
+            continue

@@ -1,0 +1,229 @@
+"""Running the catalogue on generated mutants: killed, equivalent, or a gap.
+
+Each mutant runs in a forked process of its own: the patch is applied there
+and dies with it, so the parent's model is never touched. The process runs
+every theorem that reads the mutated function (reach.py), for every engine
+variant the manifest decides it for, cheapest tier first, and stops at the
+first entry that differs from the manifest or is not decided: the mutant is
+killed, as `gridproof prove --tier all` would have failed. A model that
+raises is killed only that way too: the catalogue reports it as ERROR. A
+mutant no theorem notices is checked for equivalence (equivalence.py);
+otherwise it is a gap.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import random
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from multiprocessing.connection import wait
+
+from models.variants import VARIANTS
+from proofs.mutation import equivalence
+from proofs.mutation.operators import Mutant
+from proofs.mutation.patch import applied
+from proofs.mutation.reach import Call, Reach, capture, key
+from proofs.runner import Run, load_manifest, plan_runs, run_theorem
+from proofs.solver import shared_queries
+
+KILLED, EQUIVALENT, GAP = "killed", "equivalent", "gap"
+DEFAULT_TIMEOUT = 600  # seconds per mutant: the whole catalogue takes about 15 s in one process
+# Theorems that compare a variant with vLLM 0.33.0 as released (the unpatched
+# model, proofs/mutation/patch.py:pristine): a kill by them alone says the
+# mutant changed released behaviour, not which property it breaks.
+REFERENCE_THEOREMS = frozenset({"config-default-equivalence", "config-physical-unchanged", "split-default-equivalence"})
+
+
+@dataclass
+class Result:
+    ident: str
+    operator: str
+    module: str
+    function: str
+    location: str  # path:line
+    summary: str
+    diff: str
+    status: str = GAP
+    killed_by: list[str] = field(default_factory=list)  # "theorem / variant: VERDICT (expected X)"
+    theorems_run: int = 0
+    reason: str = ""
+    witness: dict | None = None
+    seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def engine_runs() -> list[Run]:
+    """Every obligation the manifest decides for an engine variant: the ci
+    tier first, and the comparisons with 0.33.0 last, so that a kill by one
+    of them means no property theorem noticed the mutant."""
+    runs = [r for r in plan_runs(load_manifest(), None, None, "all") if r.variant in VARIANTS]
+    return sorted(runs, key=lambda r: (r.theorem.name in REFERENCE_THEOREMS, r.tier != "ci"))
+
+
+def reach_of(mutants: list[Mutant], runs: list[Run]) -> Reach:
+    theorems: dict[str, list[str]] = {}
+    for run in runs:
+        theorems.setdefault(run.theorem.name, []).append(run.variant)
+    functions = sorted({(m.patch.module, m.patch.function) for m in mutants})
+    return capture(functions, theorems)
+
+
+def sample(mutants: list[Mutant], count: int | None, seed: int) -> list[Mutant]:
+    """`count` mutants drawn with `seed`, in generation order; all when `count` is None."""
+    if count is None or count >= len(mutants):
+        return mutants
+    chosen = set(random.Random(seed).sample(range(len(mutants)), count))
+    return [m for i, m in enumerate(mutants) if i in chosen]
+
+
+def run_mutants(
+    mutants: list[Mutant],
+    jobs: int = 1,
+    timeout: float = DEFAULT_TIMEOUT,
+    progress: Callable[[str], None] = lambda _line: None,
+) -> list[Result]:
+    runs = engine_runs()
+    reach = reach_of(mutants, runs)
+    results: list[Result | None] = [None] * len(mutants)
+    finished = 0
+
+    def done(i: int, result: Result) -> None:
+        nonlocal finished
+        results[i] = result
+        finished += 1
+        progress(f"[{finished}/{len(mutants)}] {result.ident} ({result.location}): {_verdict_line(result)}")
+
+    pending = []
+    for i, mutant in enumerate(mutants):
+        function = key(mutant.patch.module, mutant.patch.function)
+        readers = reach.theorems.get(function, set())
+        selected = [r for r in runs if r.theorem.name in readers]
+        pending.append((i, mutant, selected, reach.calls.get(function, [])))
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    live: dict = {}  # receiving end -> (index, process, receiving end, started, mutant)
+    while pending or live:
+        while pending and len(live) < jobs:
+            i, mutant, selected, calls = pending.pop(0)
+            receiver, sender = context.Pipe(duplex=False)
+            process = context.Process(target=_child, args=(sender, mutant, selected, calls), daemon=True)
+            process.start()
+            sender.close()
+            live[receiver] = (i, process, receiver, time.monotonic(), mutant)
+        # The result, or the end of a worker that sent none: the pipe is read
+        # as it becomes ready, so a large result never blocks its sender.
+        ready = wait([*live, *(entry[1].sentinel for entry in live.values())], timeout=5)
+        now = time.monotonic()
+        for connection in list(live):
+            i, process, receiver, started, mutant = live[connection]
+            if receiver in ready or process.sentinel in ready:
+                result = receiver.recv() if receiver.poll() else _lost(mutant, process.exitcode, now - started)
+            elif now - started > timeout:
+                process.kill()
+                result = _blank(mutant)
+                result.reason = f"the catalogue run did not finish within {timeout:.0f} s"
+                result.seconds = round(now - started, 1)
+            else:
+                continue
+            process.join()
+            receiver.close()
+            del live[connection]
+            done(i, result)
+    return [r for r in results if r is not None]
+
+
+def _child(sender, mutant: Mutant, runs: list[Run], calls: list[Call]) -> None:
+    sender.send(decide_mutant(mutant, runs, calls))
+    sender.close()
+
+
+def decide_mutant(mutant: Mutant, runs: list[Run], calls: list[Call]) -> Result:
+    """Killed, equivalent or a gap; in the calling process (a worker: the patch is applied here)."""
+    started = time.perf_counter()
+    result = _blank(mutant)
+    if not runs:
+        result.reason = f"no theorem reads {mutant.patch.module}.{mutant.patch.function}"
+    else:
+        with applied(mutant.patch):
+            for run in runs:
+                result.theorems_run += 1
+                try:
+                    with shared_queries():
+                        entry = run_theorem(run.theorem, run.variant, run.expected, run.rlimit, tier=run.tier)
+                except Exception as error:  # `prove` would stop with this error: a failure reported
+                    result.status = KILLED
+                    result.killed_by.append(f"{run.theorem.name} / {run.variant}: the run raised {error!r}")
+                    break
+                if not entry.ok:
+                    result.status = KILLED
+                    why = f"{entry.verdict}, expected {entry.expected}"
+                    if entry.verdict == entry.expected:
+                        why += ", an ablation no longer refutes"
+                    result.killed_by.append(f"{run.theorem.name} / {run.variant}: {why}")
+                    break
+    if result.status != KILLED:
+        answer = equivalence.check(mutant.patch, calls)
+        if answer.verdict == equivalence.EQUIVALENT:
+            result.status = EQUIVALENT
+            result.reason = f"proved equivalent: {answer.detail}"
+        else:
+            result.reason = "; ".join(r for r in (result.reason, f"not equivalent ({answer.detail})") if r)
+            if answer.verdict == equivalence.UNDECIDED:
+                result.reason = result.reason.replace("not equivalent", "equivalence not decided")
+            result.witness = answer.witness
+    result.seconds = round(time.perf_counter() - started, 2)
+    return result
+
+
+def _blank(mutant: Mutant) -> Result:
+    return Result(
+        ident=mutant.ident,
+        operator=mutant.operator,
+        module=mutant.patch.module,
+        function=mutant.patch.function,
+        location=mutant.patch.location(),
+        summary=mutant.summary,
+        diff=mutant.patch.diff(),
+    )
+
+
+def _lost(mutant: Mutant, exitcode: int | None, seconds: float) -> Result:
+    result = _blank(mutant)
+    result.reason = f"the worker ended without a result (exit code {exitcode})"
+    result.seconds = round(seconds, 1)
+    return result
+
+
+def _verdict_line(result: Result) -> str:
+    if result.status == KILLED:
+        return f"killed by {result.killed_by[0]} ({result.theorems_run} run) in {result.seconds:.1f} s"
+    if result.status == EQUIVALENT:
+        return f"equivalent, in {result.seconds:.1f} s"
+    return f"GAP: {result.reason} ({result.theorems_run} run, {result.seconds:.1f} s)"
+
+
+def summary(results: list[Result], seconds: float) -> dict:
+    generated = len(results)
+    killed = [r for r in results if r.status == KILLED]
+    equivalent = sum(r.status == EQUIVALENT for r in results)
+    gaps = [r for r in results if r.status == GAP]
+    scored = generated - equivalent
+    by_reference = sum(all(k.split(" / ")[0] in REFERENCE_THEOREMS for k in r.killed_by) for r in killed)
+    by_operator: dict[str, dict[str, int]] = {}
+    for r in results:
+        counts = by_operator.setdefault(r.operator, {KILLED: 0, EQUIVALENT: 0, GAP: 0})
+        counts[r.status] += 1
+    return {
+        "generated": generated,
+        "killed": len(killed),
+        "killed_by_reference_only": by_reference,
+        "killed_by_error": sum(any(": ERROR," in k or "raised" in k for k in r.killed_by) for r in killed),
+        "equivalent": equivalent,
+        "gaps": len(gaps),
+        "score": round(100 * len(killed) / scored, 1) if scored else None,
+        "seconds": round(seconds, 1),
+        "by_operator": by_operator,
+    }

@@ -1,0 +1,145 @@
+"""A second solver's word on every exported query (`gridproof prove --confirm
+cvc5`): each entry agrees (every query answered as Z3 answered it),
+disagrees (some query answered the other way: a failure), or is unknown
+(some query unanswered within the budget: reported, not a failure). The
+lemma families' validity queries are confirmed too.
+
+The solver reads exactly the standard SMT-LIB text that --report-dir writes
+(proofs/report/smt2.py), never the Z3 options."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+
+import z3
+
+from models.errors import GridproofError
+from proofs.lemmas import validity_queries
+from proofs.report.smt2 import exported
+from proofs.runner import progress
+
+SOLVERS = ("cvc5",)
+# cvc5's resource units per query (deterministic, unlike its time limit):
+# about 100,000 a second here. Every query cvc5 decides over --tier all needs
+# under 40,000; the budget leaves room for a slower machine's answers to be
+# the same, and bounds an unknown at a few seconds.
+CVC5_RLIMIT = 500_000
+AGREES, DISAGREES, UNKNOWN = "agrees", "disagrees", "unknown"
+
+
+class SolverMissing(GridproofError):
+    pass
+
+
+def answer_cvc5(text: str, rlimit: int = CVC5_RLIMIT) -> str:
+    """cvc5's answer to a standard SMT-LIB script: sat, unsat or unknown."""
+    try:
+        import cvc5
+    except ImportError:
+        raise SolverMissing("--confirm cvc5: the cvc5 package is not installed (pip install cvc5)") from None
+    terms = cvc5.TermManager()
+    solver = cvc5.Solver(terms)
+    solver.setOption("rlimit-per", str(rlimit))
+    symbols = cvc5.SymbolManager(terms)
+    parser = cvc5.InputParser(solver, symbols)
+    parser.setStringInput(cvc5.InputLanguage.SMT_LIB_2_6, text, "query")
+    answers = []
+    while not (command := parser.nextCommand()).isNull():
+        output = command.invoke(solver, symbols).strip()
+        if output:
+            answers.append(output)
+    return answers[-1] if answers else "no answer"
+
+
+def answer_z3(text: str, z3_options: str = "", rlimit: int = 0) -> str:
+    """Z3's answer to the script as `z3 FILE` gives it, the options read
+    first. Options set by a script are global in Z3: they are reset before
+    and after, so no script is posed under another's."""
+    z3.reset_params()
+    context = z3.Context()
+    try:
+        budget = f"(set-option :rlimit {rlimit})\n" if rlimit else ""
+        output = z3.Z3_eval_smtlib2_string(context.ref(), z3_options + budget + text)
+    except z3.Z3Exception as error:
+        # Z3 answers, then reports an answer that differs from the script's :status as an error.
+        output = error.value.decode() if isinstance(error.value, bytes) else str(error.value)
+    finally:
+        z3.reset_params()
+    answers = [line for line in output.splitlines() if line in ("sat", "unsat", "unknown")]
+    return answers[-1] if answers else f"no answer: {output.strip()}"
+
+
+def agreement(expected: str, answer: str) -> str:
+    if answer not in ("sat", "unsat"):
+        return UNKNOWN
+    return AGREES if answer == expected else DISAGREES
+
+
+def confirm(entries, solver: str = "cvc5", rlimit: int = CVC5_RLIMIT, jobs: int = 1) -> dict:
+    """Every decided query of `entries` and every lemma family posed to
+    `solver`; the per-entry agreement and the counts."""
+    if solver not in SOLVERS:
+        raise SolverMissing(f"--confirm: unknown solver {solver!r} (known: {', '.join(SOLVERS)})")
+    answer_cvc5("(check-sat)")  # a missing package stops here, before any work
+    posed: list[tuple[str, str, str]] = []  # (owner, file, expected), in order
+    texts: list[str] = []
+    for entry, _, query, name in exported(entries):
+        if query.answer in ("sat", "unsat"):
+            posed.append((f"{entry.theorem} / {entry.variant}", name, query.answer))
+            texts.append(query.text)
+    for family, text in validity_queries().items():
+        posed.append((f"lemma family {family}", f"lemma-{family}.smt2", "unsat"))
+        texts.append(text)
+    answers = _answer_all(texts, rlimit, jobs)
+    owners: dict[str, list[dict]] = {f"{e.theorem} / {e.variant}": [] for e in entries}
+    for (owner, name, expected), answer in zip(posed, answers, strict=True):
+        owners.setdefault(owner, []).append({"file": name, "expected": expected, "answer": answer})
+    rows = []
+    for owner, files in owners.items():
+        verdicts = {agreement(f["expected"], f["answer"]) for f in files}
+        status = next((v for v in (DISAGREES, UNKNOWN) if v in verdicts), AGREES) if files else UNKNOWN
+        rows.append({"entry": owner, "agreement": status, "files": files})
+    counts = {status: sum(r["agreement"] == status for r in rows) for status in (AGREES, DISAGREES, UNKNOWN)}
+    return {"solver": solver, "rlimit": rlimit, "queries": len(texts), "entries": rows, "counts": counts}
+
+
+def _answer_all(texts: list[str], rlimit: int, jobs: int) -> list[str]:
+    answers: list[str | None] = [None] * len(texts)
+
+    def done(i: int, answer: str) -> None:
+        answers[i] = answer
+        progress(f"[{sum(a is not None for a in answers)}/{len(texts)}] cvc5: {answer}")
+
+    if jobs <= 1:
+        for i, text in enumerate(texts):
+            done(i, answer_cvc5(text, rlimit))
+    else:
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        context = multiprocessing.get_context(method)
+        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+            futures = {pool.submit(answer_cvc5, text, rlimit): i for i, text in enumerate(texts)}
+            for future in concurrent.futures.as_completed(futures):
+                done(futures[future], future.result())
+    progress("")
+    return [a or "no answer" for a in answers]
+
+
+def render(report: dict) -> list[str]:
+    """The lines printed after the table: every entry not in agreement, then the counts."""
+    lines = []
+    for row in report["entries"]:
+        if row["agreement"] != AGREES:
+            odd = [
+                f"{f['file']}: {f['answer']} (z3: {f['expected']})"
+                for f in row["files"]
+                if f["answer"] != f["expected"]
+            ]
+            lines.append(f"{report['solver']} {row['agreement']}: {row['entry']}: {'; '.join(odd) or 'no query'}")
+    counts = report["counts"]
+    lines.append(
+        f"confirmed by {report['solver']} (rlimit {report['rlimit']:,} per query, {report['queries']} queries): "
+        f"of the entries and lemma families, {counts[AGREES]} agree, {counts[DISAGREES]} disagree, "
+        f"{counts[UNKNOWN]} unknown within the budget"
+    )
+    return lines

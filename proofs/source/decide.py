@@ -1,0 +1,134 @@
+"""Deciding an equivalence path by path.
+
+One query over the whole if-then-else of a shipped function's paths against
+the model's term ran out of budget (20M rlimit) for VALID and the split; a
+query per path, its condition among the hypotheses, fixes most branches of
+both readings and is decided in milliseconds. PROVED when every path's query
+is unsat; a model of one is replayed on ints (the model and the shipped code
+run concretely) before it is reported as REFUTED.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import z3
+
+from models import arith
+from models.variants import BASELINE
+from proofs.solver import ERROR, PROVED, QUERY_PARAMETERS, REFUTED, UNKNOWN, Kind, replay, symbolic_inputs
+from proofs.source import reading
+from proofs.source.equivalence import Subject, exploring_under
+
+PATH_RLIMIT = 2_000_000
+
+
+@dataclass
+class Verdict:
+    verdict: str
+    paths: int = 0
+    seconds: float = 0.0
+    counterexample: dict | None = None
+    values: tuple | None = None  # (left, right) on the counterexample
+    reason: str = ""
+    undecided_paths: list[int] = field(default_factory=list)
+    exploration: object = None  # the left reading's paths (paths.Exploration)
+    hypotheses: dict = field(default_factory=dict)  # the domain, as terms of `inputs`
+    inputs: dict = field(default_factory=dict)
+
+
+def equivalence(subject: Subject, left, right=None, rlimit: int = PATH_RLIMIT) -> Verdict:
+    """left's shipped reading against the model (right None) or right's."""
+    started = time.perf_counter()
+    try:
+        verdict = _decide(subject, left, right, rlimit)
+    except reading.UnknownReading as refusal:
+        verdict = Verdict(UNKNOWN, reason=f"the executor refused: {refusal}")
+    except Exception as error:  # an executor bug surfaces as ERROR, never as a verdict
+        verdict = Verdict(ERROR, reason=f"{type(error).__name__}: {error}")
+    verdict.seconds = time.perf_counter() - started
+    return verdict
+
+
+def _decide(subject: Subject, left, right, rlimit: int) -> Verdict:
+    x = symbolic_inputs(subject.variables)
+    with arith.symbolic_context() as context, reading.capture() as built:
+        hypotheses = subject.domain(x)
+        with exploring_under(hypotheses.values()):
+            a = subject.shipped(left, x)
+            b = subject.model(x) if right is None else subject.shipped(right, x)
+        shipped = built[0]
+        attempts = (context.definitions, context.witness_definitions + _uniqueness(context))
+    undecided = []
+    returned = shipped.exploration.returned
+    found = {"exploration": shipped.exploration, "hypotheses": hypotheses, "inputs": x}
+    for i, path in enumerate(returned):
+        for definitions in attempts:
+            solver = z3.SimpleSolver()
+            for name, value in QUERY_PARAMETERS:
+                solver.set(name, value)
+            solver.set("rlimit", rlimit)
+            solver.add(*definitions, *(h for h in hypotheses.values() if isinstance(h, z3.BoolRef)), path.formula)
+            solver.add(z3.Not(_equal(shipped.value(path.value), b)))
+            answer = solver.check()
+            if answer != z3.unknown:
+                break
+        if answer == z3.unsat:
+            continue
+        if answer == z3.unknown:
+            undecided.append(i)
+            continue
+        model = solver.model()
+        values = {}
+        for v in subject.variables:
+            value = model.eval(x[v.name], model_completion=True)
+            values[v.name] = z3.is_true(value) if v.kind is Kind.BOOL else value.as_long()
+        holds, why = replay(subject.formula(left, right), BASELINE, values)
+        if holds:
+            return Verdict(
+                REFUTED, len(returned), counterexample=values, values=subject.difference(left, right, values)
+            )
+        undecided.append(i)  # a model that does not replay decides nothing
+    if undecided:
+        return Verdict(
+            UNKNOWN,
+            len(returned),
+            reason=f"{len(undecided)} of {len(returned)} paths undecided within rlimit {rlimit:,}",
+            undecided_paths=undecided,
+            **found,
+        )
+    del a
+    return Verdict(PROVED, len(returned), **found)
+
+
+def _uniqueness(context: arith.SymbolicContext) -> list[z3.BoolRef]:
+    """Floor division is unique: two witnesses of equal dividends and equal
+    nonzero divisors are equal. The two readings divide the same quantities
+    written differently (vLLM's `x % A` against the model's `x % (A or 1)`),
+    and without this fact each such pair is a nonlinear problem of its own."""
+    witnessed = context._witnessed
+    lemmas = []
+    for i, (x1, d1, q1, r1) in enumerate(witnessed):
+        for x2, d2, q2, r2 in witnessed[i + 1 :]:
+            if not _may_equal(d1, d2):
+                continue
+            same = z3.And(x1 == x2, d1 == d2, d1 != 0)
+            lemmas.append(z3.Implies(same, z3.And(q1 == q2, r1 == r2)))
+    return lemmas
+
+
+def _may_equal(d1: z3.ExprRef, d2: z3.ExprRef) -> bool:
+    """Divisors that are the same term, or one a branch of the other."""
+    if d1.eq(d2):
+        return True
+    for outer, inner in ((d1, d2), (d2, d1)):
+        if z3.is_app_of(outer, z3.Z3_OP_ITE) and any(c.eq(inner) for c in outer.children()[1:]):
+            return True
+    return False
+
+
+def _equal(a, b):
+    if isinstance(a, tuple):
+        return z3.And(*(_equal(p, q) for p, q in zip(a, b, strict=True)))
+    return a == b

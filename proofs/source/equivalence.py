@@ -1,0 +1,122 @@
+"""Claims that a shipped function equals its model, or another release's.
+
+Each claim is a formula in the catalogue's sense (`(variant, x) -> Claim`),
+so `proofs.solver.decide` decides it, and replays every counterexample by
+calling the formula on ints: the model's int reading against the shipped
+code run concretely. The shipped reading is explored under the claim's
+domain, which it also adds as an obligation (so it is sound whatever the
+hypotheses say).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from models import arith, scheduler
+from models.variants import BASELINE
+from proofs.catalog.base import (
+    SPLIT_CALL_VARS,
+    SPLIT_PARAM_VARS,
+    bools,
+    ints,
+    scheduler_domain,
+    split_call,
+    split_params,
+)
+from proofs.solver import Claim, Var
+
+_domain: contextvars.ContextVar[tuple] = contextvars.ContextVar("gridproof_source_domain", default=())
+
+
+@contextlib.contextmanager
+def exploring_under(conditions):
+    """Shipped readings built in the block explore only inputs satisfying
+    `conditions` (and owe them as obligations)."""
+    token = _domain.set(tuple(conditions))
+    try:
+        yield
+    finally:
+        _domain.reset(token)
+
+
+def current_domain() -> tuple:
+    return _domain.get()
+
+
+@dataclass(frozen=True)
+class Subject:
+    """One function: its inputs, their domain, and how each reading is called."""
+
+    name: str
+    variables: tuple[Var, ...]
+    domain: Callable[[dict], dict[str, object]]
+    model: Callable[[dict], object]
+    shipped: Callable[[object, dict], object]  # (ShippedFunctions, inputs) -> value
+
+    def formula(self, left, right=None) -> Callable:
+        """model == left, or left == right (two releases)."""
+
+        def read(variant, x):
+            hypotheses = self.domain(x)
+            with exploring_under(hypotheses.values()):
+                a = self.shipped(left, x)
+                b = self.model(x) if right is None else self.shipped(right, x)
+            return Claim(hypotheses=hypotheses, goal=_equal(a, b))
+
+        return read
+
+    def difference(self, left, right, values: dict) -> tuple[object, object]:
+        """The two concrete values on `values`, for a report."""
+        return self.shipped(left, values), self.model(values) if right is None else self.shipped(right, values)
+
+
+def _equal(a, b):
+    if isinstance(a, tuple):
+        return arith.all_of(*(_equal(x, y) for x, y in zip(a, b, strict=True)))
+    return a == b
+
+
+def _checkpoint_domain(x):
+    return {
+        "block positive": x["block"] >= 1,
+        "token count non-negative": x["tokens"] >= 0,
+        "lookahead non-negative": x["lookahead"] >= 0,
+    }
+
+
+def _valid_domain(x):
+    return {
+        "positions non-negative": arith.all_of(x["query_start"] >= 0, x["query_end"] >= 0, x["position"] >= 0),
+        "block sizes positive": arith.all_of(x["hash_block"] >= 1, x["cadence"] >= 1),
+        "alignment unset (0) or positive": x["alignment"] >= 0,
+    }
+
+
+_VALID_ARGS = ("query_start", "query_end", "position", "hash_block", "cadence", "alignment")
+
+SUBJECTS = {
+    "checkpoint_position": Subject(
+        "checkpoint_position",
+        (*ints("tokens", "lookahead"), *ints("block", size=True), *bools("drop")),
+        _checkpoint_domain,
+        lambda x: scheduler.checkpoint_position(x["tokens"], x["block"], x["drop"], x["lookahead"]),
+        lambda f, x: f.checkpoint_position(x["tokens"], x["block"], x["drop"], x["lookahead"]),
+    ),
+    "checkpoint_valid": Subject(
+        "checkpoint_valid",
+        (*ints("query_start", "query_end", "position", "alignment"), *ints("hash_block", "cadence", size=True)),
+        _valid_domain,
+        lambda x: scheduler.checkpoint_valid(*(x[a] for a in _VALID_ARGS)),
+        lambda f, x: f.checkpoint_valid(*(x[a] for a in _VALID_ARGS)),
+    ),
+    "split": Subject(
+        "split",
+        SPLIT_PARAM_VARS + SPLIT_CALL_VARS,
+        scheduler_domain,
+        lambda x: scheduler.split(BASELINE, split_params(x), split_call(x)),
+        lambda f, x: f.split(split_params(x), split_call(x)),
+    ),
+}

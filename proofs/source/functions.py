@@ -1,0 +1,111 @@
+"""The shipped functions, each called with the model function's arguments.
+
+`ShippedFunctions(loader)` loads them from one vLLM source; each method takes
+what the model's counterpart in models/ takes and builds the stand-ins vLLM's
+code reads, so a theorem or an equivalence reads either one the same way.
+"""
+
+from __future__ import annotations
+
+from models.arith import is_symbolic
+from models.scheduler import SplitCall, SplitParams
+from proofs.source.loader import LoadedFunction, Loader
+from proofs.source.reading import symbolic_or_concrete
+from proofs.source.standins import StandIn, optional
+
+SCHEDULER = "vllm.v1.core.sched.scheduler"
+KV_CACHE_INTERFACE = "vllm.v1.kv_cache_interface"
+
+
+def _symbolic(*values) -> bool:
+    return is_symbolic(*values)
+
+
+class ShippedFunctions:
+    def __init__(self, loader: Loader) -> None:
+        self.loader = loader
+        self._loaded: dict[str, LoadedFunction] = {}
+
+    def loaded(self, name: str) -> LoadedFunction:
+        if name not in self._loaded:
+            module, qualname = TARGETS[name]
+            self._loaded[name] = self.loader.load(module, qualname)
+        return self._loaded[name]
+
+    def _call(self, name: str, symbolic: bool, make_call):
+        function = self.loaded(name).function
+        from proofs.source.equivalence import current_domain
+
+        return symbolic_or_concrete(lambda: make_call(function), self.loader.files, symbolic, domain=current_domain())
+
+    def checkpoint_position(self, num_tokens, block, drop_eagle_block, lookahead=0):
+        return self._call(
+            "checkpoint_position",
+            _symbolic(num_tokens, block, drop_eagle_block, lookahead),
+            lambda f: f(
+                *_proxies(num_tokens, block, drop_eagle_block), num_hash_lookahead_tokens=_proxies(lookahead)[0]
+            ),
+        )
+
+    def checkpoint_valid(self, query_start, query_end, position, hash_block, cadence, alignment):
+        def call(f):
+            qs, qe, cp, h, r = _proxies(query_start, query_end, position, hash_block, cadence)
+            return f(
+                query_start=qs,
+                query_end=qe,
+                checkpoint_position=cp,
+                hash_block_size=h,
+                mamba_block_size=r,
+                checkpoint_alignment=optional(alignment),
+            )
+
+        return self._call(
+            "checkpoint_valid", _symbolic(query_start, query_end, position, hash_block, cadence, alignment), call
+        )
+
+    def split(self, p: SplitParams, call: SplitCall):
+        """`Scheduler._mamba_block_aligned_split` with `self` and `request`
+        stand-ins holding what it reads: the scheduler's block sizes, budget and flags, and the
+        request's token counts and shared-prefix boundary."""
+
+        def run(f):
+            scheduler = StandIn(
+                "the scheduler (self)",
+                cache_config=StandIn("cache_config", block_size=p.block),
+                block_size=p.sched_block,
+                hash_block_size=p.hash_block,
+                max_num_scheduled_tokens=p.max_scheduled,
+                scheduler_config=StandIn("scheduler_config", long_prefill_token_threshold=p.long_prefill_threshold),
+                use_eagle_block_drop=p.eagle_drop,
+                num_hash_lookahead_tokens=p.lookahead,
+                mamba_partial_cache_hit=p.partial_hits,
+                mamba_has_prefill_checkpoint_blocks=p.checkpoint_blocks,
+                mamba_prefill_checkpoint_alignment=optional(p.checkpoint_alignment),
+                mamba_shared_prefix_checkpoint=p.shared_prefix,
+            )
+            request = StandIn(
+                "the request",
+                num_computed_tokens=call.computed,
+                num_prompt_tokens=call.prompt,
+                num_tokens=call.tokens,
+                shared_prefix_boundary=call.junction,
+            )
+            n, local, external = _proxies(call.requested, call.local_hit, call.external_hit)
+            return f(scheduler, request, n, local, external)
+
+        values = (*vars(p).values(), *vars(call).values())
+        return self._call("split", _symbolic(*values), run)
+
+
+def _proxies(*values):
+    from proofs.source.proxy import wrap
+
+    return tuple(wrap(v) for v in values)
+
+
+# name -> (module, qualified name) in vLLM's source
+TARGETS = {
+    "split": (SCHEDULER, "Scheduler._mamba_block_aligned_split"),
+    "checkpoint_position": (KV_CACHE_INTERFACE, "get_mamba_prefill_checkpoint_position"),
+    "checkpoint_valid": (KV_CACHE_INTERFACE, "is_mamba_prefill_checkpoint_valid"),
+}

@@ -1,0 +1,49 @@
+"""Which vLLM source a run reads: a path, the installed vLLM, or a release's
+wheel from the package index (downloaded once into a cache, read as a zip,
+never installed)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from proofs.source.loader import SourceError, VllmSource
+
+WHEEL_CACHE = Path(os.environ.get("GRIDPROOF_VLLM_WHEELS", "/work/cache/vllm-wheels"))
+
+
+def source_for(path: str | None = None, version: str | None = None, download: bool = True) -> VllmSource:
+    if path is not None:
+        return VllmSource.from_path(path)
+    installed = VllmSource.installed()
+    if version is None:
+        if installed is None:
+            raise SourceError("no vLLM installed: give --vllm PATH or --vllm-version X.Y.Z")
+        return installed
+    if installed is not None and installed.version() == version:
+        return installed
+    wheel = cached_wheel(version)
+    if wheel is None:
+        if not download:
+            raise SourceError(f"vLLM {version}: no wheel in {WHEEL_CACHE}")
+        wheel = _download(version)
+    return VllmSource(f"vLLM {version} ({wheel.name})", wheel=wheel)
+
+
+def cached_wheel(version: str) -> Path | None:
+    found = sorted(WHEEL_CACHE.glob(f"vllm-{version}-*.whl"))
+    return found[0] if found else None
+
+
+def _download(version: str) -> Path:
+    WHEEL_CACHE.mkdir(parents=True, exist_ok=True)
+    print(f"downloading the vLLM {version} wheel into {WHEEL_CACHE} (pip download --no-deps) ...", file=sys.stderr)
+    command = [sys.executable, "-m", "pip", "download", f"vllm=={version}", "--no-deps", "-q", "-d", str(WHEEL_CACHE)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    wheel = cached_wheel(version)
+    if done.returncode != 0 or wheel is None:
+        last = (done.stderr.strip().splitlines() or ["no wheel found"])[-1]
+        raise SourceError(f"vLLM {version}: download failed: {last}")
+    return wheel

@@ -1,0 +1,153 @@
+"""One run of `gridproof source`: per function, the paths of the shipped
+code, its equivalence with the model (or with another release), and its
+crash sites; as a dict (the JSON) and as text."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from proofs.solver import PROVED, REFUTED
+from proofs.source import crashes
+from proofs.source.decide import equivalence
+from proofs.source.equivalence import SUBJECTS
+from proofs.source.functions import TARGETS, ShippedFunctions
+from proofs.source.loader import Loader, VllmSource
+
+FUNCTIONS = tuple(SUBJECTS)
+
+
+def _present(functions: ShippedFunctions, name: str) -> bool:
+    module, qualname = TARGETS[name]
+    return functions.loader.has_function(module, qualname)
+
+
+def _raises(subject, functions):
+    def replay(values) -> bool:
+        try:
+            subject.shipped(functions, values)
+        except (AssertionError, ValueError, ZeroDivisionError, RuntimeError):
+            return True
+        return False
+
+    return replay
+
+
+def check(source: VllmSource, names=FUNCTIONS, progress=True) -> dict:
+    """Each function of `source` against the model."""
+    functions = ShippedFunctions(Loader(source))
+    started = time.perf_counter()
+    result = {"source": source.label, "version": source.version(), "functions": {}}
+    for name in names:
+        if progress:
+            print(f"source: {name} ...", file=sys.stderr, flush=True)
+        entry = result["functions"][name] = {"qualname": ".".join(TARGETS[name])}
+        if not _present(functions, name):
+            entry["verdict"] = "ABSENT"
+            continue
+        verdict = equivalence(SUBJECTS[name], functions)
+        entry.update(_verdict(verdict))
+        if verdict.exploration is not None:
+            loaded = functions.loaded(name)
+            declared = [site for f in _with_helpers(loaded) for site in f.crash_sites]
+            subject = SUBJECTS[name]
+            sites = crashes.sites(
+                verdict.exploration,
+                declared,
+                verdict.hypotheses,
+                verdict.inputs,
+                subject.variables,
+                _raises(subject, functions),
+            )
+            entry["crash_sites"] = [
+                {
+                    "file": s.file,
+                    "line": s.line,
+                    "kind": s.kind,
+                    "verdict": s.verdict,
+                    "branch_points": s.evaluated,
+                    "counterexample": s.counterexample,
+                }
+                for s in sites
+            ]
+    result["seconds"] = round(time.perf_counter() - started, 2)
+    result["ok"] = all(
+        e["verdict"] == PROVED and all(s["verdict"] == PROVED for s in e.get("crash_sites", []))
+        for e in result["functions"].values()
+    )
+    return result
+
+
+def diff(a: VllmSource, b: VllmSource, names=FUNCTIONS, progress=True) -> dict:
+    """Each function of `a` against the same function of `b`."""
+    left, right = ShippedFunctions(Loader(a)), ShippedFunctions(Loader(b))
+    started = time.perf_counter()
+    result = {"a": a.label, "b": b.label, "functions": {}}
+    for name in names:
+        if progress:
+            print(f"source --diff: {name} ...", file=sys.stderr, flush=True)
+        entry = result["functions"][name] = {}
+        absent = [s.label for s, f in ((a, left), (b, right)) if not _present(f, name)]
+        if absent:
+            entry["verdict"] = "ABSENT"
+            entry["reason"] = "absent from " + " and ".join(absent)
+            continue
+        entry.update(_verdict(equivalence(SUBJECTS[name], left, right)))
+    result["seconds"] = round(time.perf_counter() - started, 2)
+    result["ok"] = all(e["verdict"] in (PROVED, REFUTED, "ABSENT") for e in result["functions"].values())
+    return result
+
+
+def _with_helpers(loaded):
+    seen, stack, out = set(), [loaded], []
+    while stack:
+        f = stack.pop()
+        if id(f) in seen:
+            continue
+        seen.add(id(f))
+        out.append(f)
+        stack.extend(f.helpers)
+    return out
+
+
+def _verdict(v) -> dict:
+    entry = {"verdict": v.verdict, "paths": v.paths, "seconds": round(v.seconds, 2)}
+    if v.exploration is not None:
+        e = v.exploration
+        entry.update(returned=len(e.returned), raised=len(e.raised), feasibility_checks=e.checks)
+    if v.reason:
+        entry["reason"] = v.reason
+    if v.counterexample is not None:
+        entry["counterexample"] = v.counterexample
+        entry["values"] = {"first": _plain(v.values[0]), "second": _plain(v.values[1])}
+    return entry
+
+
+def _plain(value):
+    return list(value) if isinstance(value, tuple) else value
+
+
+def render_text(result: dict) -> str:
+    if "a" in result:
+        lines = [f"{result['a']}  against  {result['b']}"]
+    else:
+        lines = [f"{result['source']} (version {result['version']}) against the model"]
+    for name, e in result["functions"].items():
+        line = f"  {name:<20} {e['verdict']:<8}"
+        if "paths" in e:
+            line += f" {e['returned']} returning paths, {e['raised']} raising, {e['seconds']} s"
+        if "reason" in e:
+            line += f"  ({e['reason']})"
+        lines.append(line)
+        if "counterexample" in e:
+            lines.append(f"      differs on {e['counterexample']}: {e['values']['first']} vs {e['values']['second']}")
+        for s in e.get("crash_sites", []):
+            where = f"{s['file'].rsplit('/', 1)[-1]}:{s['line']}"
+            if s["verdict"] == PROVED:
+                lines.append(
+                    f"      {s['kind']} {where}: never fails in the domain ({s['branch_points']} branch points)"
+                )
+            else:
+                lines.append(f"      {s['kind']} {where}: {s['verdict']} {s['counterexample'] or ''}")
+    lines.append(f"{'all PROVED' if result['ok'] else 'NOT all proved'} in {result['seconds']} s")
+    return "\n".join(lines)

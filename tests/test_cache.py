@@ -1,0 +1,91 @@
+"""The proof cache reuses an entry only while its queries' text is the same:
+an unchanged rerun decides nothing, a changed model function re-decides
+exactly the entries whose queries read it. Counted, never timed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from models import arith
+from proofs.cache import ProofCache
+from proofs.catalog import CATALOGUE
+from proofs.catalog import prefill as prefill_theorems
+from proofs.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+THEOREM = "prefill-state-slot"  # baseline, pr457, pr457-guarded and mutant:slot-off-by-one
+UNRELATED = "config-default-equivalence"  # reads config resolution only
+
+
+def _cached(result: dict) -> dict[str, bool]:
+    return {e["variant"]: e["cached"] for e in result["entries"]}
+
+
+def _prove_in(tree: Path, cache: Path, theorem: str = THEOREM) -> dict:
+    """`gridproof prove` run from a copy of the sources, as a user would after editing them."""
+    command = [sys.executable, "-m", "proofs.cli", "prove", "--theorem", theorem, "--cache", str(cache), "--json"]
+    done = subprocess.run(command, cwd=tree, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_an_unchanged_rerun_decides_nothing_and_an_edited_function_only_what_reads_it(tmp_path):
+    tree, cache = tmp_path / "tree", tmp_path / "cache"
+    for top in ("models", "proofs"):
+        shutil.copytree(ROOT / top, tree / top, ignore=shutil.ignore_patterns("__pycache__"))
+    first = _prove_in(tree, cache)
+    assert first["cache"]["reused"] == 0 and not any(_cached(first).values())
+    unrelated = _prove_in(tree, cache, UNRELATED)
+    again = _prove_in(tree, cache)
+    assert again["cache"]["reused"] == len(again["entries"]) == 4
+    for old, new in zip(first["entries"], again["entries"], strict=True):
+        assert {k: v for k, v in old.items() if k not in ("seconds", "cached")} == {
+            k: v for k, v in new.items() if k not in ("seconds", "cached")
+        }
+    # The slot a state is written to, cdiv(e, R) - 1, written as (e + R - 1) // R - 1:
+    # every query of the slot theorem reads it, none of the config theorem's does.
+    source = tree / "models" / "prefill.py"
+    old_line = "    return arith.cdiv(end, cadence) - 1\n"
+    assert old_line in source.read_text()
+    source.write_text(
+        source.read_text().replace(old_line, "    return arith.floordiv(end + cadence - 1, cadence) - 1\n")
+    )
+    changed = _prove_in(tree, cache)
+    assert not any(_cached(changed).values())
+    assert [e["verdict"] for e in changed["entries"]] == [e["verdict"] for e in first["entries"]]
+    untouched = _prove_in(tree, cache, UNRELATED)
+    assert untouched["cache"]["reused"] == len(untouched["entries"]) == len(unrelated["entries"])
+
+
+def test_reading_always_sees_a_function_replaced_in_the_process(tmp_path, monkeypatch):
+    theorem = CATALOGUE[THEOREM]
+    recorded, read = ProofCache(tmp_path), ProofCache(tmp_path, read_always=True)
+    before = recorded.key(theorem, "baseline", "PROVED", 1000, "ci", None)
+    assert read.key(theorem, "baseline", "PROVED", 1000, "ci", None) == before
+    monkeypatch.setattr(prefill_theorems, "initial_state_column", lambda v, c, r: arith.cdiv(c, r) - 1)
+    assert read.key(theorem, "baseline", "PROVED", 1000, "ci", None) != before
+    # Recorded by the files, which did not change: why tests that patch must read always.
+    assert recorded.key(theorem, "baseline", "PROVED", 1000, "ci", None) == before
+
+
+def test_no_cache_decides_everything_and_stores_nothing(tmp_path, capsys):
+    assert main(["prove", "--theorem", THEOREM, "--cache", str(tmp_path), "--json"]) == 0
+    stored = sorted(tmp_path.rglob("*"))
+    assert len(list(tmp_path.glob("*.json"))) == 4
+    capsys.readouterr()
+    assert main(["prove", "--theorem", THEOREM, "--no-cache", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert "cache" not in result and not any(_cached(result).values())
+    assert sorted(tmp_path.rglob("*")) == stored
+
+
+def test_a_cache_directory_that_is_a_file_is_one_line_and_exit_2(tmp_path, capsys):
+    path = tmp_path / "file"
+    path.write_text("")
+    assert main(["prove", "--theorem", THEOREM, "--cache", str(path)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1

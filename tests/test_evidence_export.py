@@ -1,0 +1,106 @@
+"""The ci tier exported as standard SMT-LIB: a file for every entry and every
+case, each answered by Z3 (through the Python API, as `z3 FILE` answers) as
+its verdict says, and by cvc5, when installed, never the other way."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import re
+
+import pytest
+import z3
+
+from models import arith
+from proofs.lemmas import validity_queries
+from proofs.prove import run_catalogue
+from proofs.report.confirm import AGREES, DISAGREES, answer_cvc5, answer_z3, confirm
+from proofs.report.smt2 import exported, write_smt2
+
+HAS_CVC5 = importlib.util.find_spec("cvc5") is not None
+
+
+@pytest.fixture(scope="module")
+def ci_tier():
+    _, entries = run_catalogue(tier="ci", jobs=2)
+    return entries
+
+
+@pytest.fixture(scope="module")
+def exported_dir(ci_tier, tmp_path_factory):
+    directory = tmp_path_factory.mktemp("smt2")
+    write_smt2(ci_tier, directory)
+    return directory
+
+
+def test_every_entry_and_every_case_has_a_file(ci_tier, exported_dir):
+    files = list(exported(ci_tier))
+    assert {(e.theorem, e.variant) for e, *_ in files} == {(e.theorem, e.variant) for e in ci_tier}
+    assert len({name for *_, name in files}) == len(files)  # no case overwrites another
+    for *_, name in files:
+        assert (exported_dir / name).is_file()
+    for entry in ci_tier:
+        answers = {q.answer for queries in entry.queries.values() for q in queries}
+        assert answers == {"unsat"} if entry.verdict == "PROVED" else "sat" in answers, (entry.theorem, entry.variant)
+    split = [q for e, _, q, _ in files if q.case and e.verdict == "PROVED"]
+    assert split and len({q.case for q in split}) >= 2  # the cases of a split, not only the first
+    assert any(q.answer == "sat" for *_, q, _ in files)  # refutations exported too
+
+
+def test_the_files_are_standard_smtlib_with_the_z3_options_apart(exported_dir):
+    for path in exported_dir.glob("*.smt2"):
+        text = path.read_text()
+        if path.name.startswith("z3-options-"):
+            assert all(line.startswith(("(set-option", ";")) for line in text.splitlines())
+            continue
+        body = "".join(line + "\n" for line in text.splitlines() if not line.startswith(";"))
+        assert body.startswith("(set-info :smt-lib-version 2.6)\n(set-logic QF_NIA)\n"), path.name
+        assert body.endswith("(check-sat)\n(exit)\n") and body.count("(check-sat") == 1, path.name
+        assert "set-option" not in body and "check-sat-using" not in body, path.name
+
+
+def test_z3_answers_every_file_as_its_verdict_says(exported_dir):
+    answered = 0
+    for path in sorted(exported_dir.glob("*.smt2")):
+        text = path.read_text()
+        if path.name.startswith("z3-options-"):
+            continue
+        expected = re.search(r"\(set-info :status (sat|unsat)\)", text).group(1)
+        header = re.search(r"cat (z3-options-\w+\.smt2)", text)
+        options = (exported_dir / header.group(1)).read_text() if header else ""
+        assert answer_z3(text, options, rlimit=100_000_000) == expected, path.name
+        answered += 1
+    assert answered >= 80
+
+
+@pytest.mark.skipif(not HAS_CVC5, reason="cvc5 is not installed (pip install cvc5)")
+def test_cvc5_never_disagrees_and_a_flipped_answer_is_caught(ci_tier):
+    report = confirm(ci_tier, rlimit=100_000, jobs=2)
+    assert report["counts"][DISAGREES] == 0
+    assert report["counts"][AGREES] >= 40
+    # The same entries with one proof's answer recorded the wrong way round.
+    entry = next(e for e in ci_tier if e.verdict == "PROVED" and answer_cvc5(_first(e).text, 100_000) == "unsat")
+    obligation, queries = next(iter(entry.queries.items()))
+    flipped = dataclasses.replace(entry, queries={obligation: [dataclasses.replace(queries[0], answer="sat")]})
+    report = confirm([flipped], rlimit=100_000)
+    assert report["entries"][0]["agreement"] == DISAGREES
+
+
+def _first(entry):
+    return next(iter(entry.queries.values()))[0]
+
+
+def test_each_lemma_family_is_valid_and_its_check_would_notice_a_false_lemma(monkeypatch):
+    for family, text in validity_queries().items():
+        assert answer_z3(text) == "unsat", family
+        if HAS_CVC5 and family != "multiplication-monotone":  # cvc5 leaves that one unknown
+            assert answer_cvc5(text) == "unsat", family
+    # One lemma of the monotone family's shape, a step too strong: a*d + 2*d <= b*d.
+    real = arith.SymbolicContext.definitions
+
+    def with_a_false_lemma(context):
+        a, b, d = z3.Ints("a b d")
+        return [*real.fget(context), z3.Implies(z3.And(d > 0, a < b), a * d + 2 * d <= b * d)]
+
+    monkeypatch.setattr(arith.SymbolicContext, "definitions", property(with_a_false_lemma))
+    assert answer_z3(validity_queries()["multiplication-monotone"]) == "sat"
