@@ -86,10 +86,10 @@ class Positions:
         return Positions(kept)
 
     def largest(self, accepts: Callable[[int], bool], period: int, settled_below: int) -> int | None:
-        """The largest position `accepts`, given that below `settled_below` whether a position is
-        accepted depends only on its residue modulo `period`: in a range whose step is a multiple of
-        `period`, the elements below that bound are all accepted or all not, so the search down a
-        range stops at its first element below it."""
+        """The largest position `accepts`, given that below `settled_below` a position it rejects has
+        every lower position of the same residue modulo `period` rejected too (the acceptance depends
+        there only on the residue and on lower bounds). So the search down a range whose step is a
+        multiple of `period` stops at its first element below that bound."""
         best = None
         for r in self.ranges:
             uniform = r.step % period == 0

@@ -122,7 +122,6 @@ def offload_restore(
         )
 
     chunks = [cadence * blocks_per_chunk, *(span * blocks_per_chunk for span in (*target_spans, *eagle_spans))]
-    # Two chunks below the end, only the divisibility by the chunks and the lower bounds are left to
-    # decide, and a lower bound that fails fails for every smaller position too.
+    # Two chunks below the end only the divisibility by the chunks and the lower bounds are left to decide.
     settled_below = min(cached_tokens, new_tokens) - 2 * max(chunks) - 1
     return Positions.of(published).largest(restorable, math.lcm(*chunks), settled_below) or 0

@@ -3,9 +3,9 @@
 `baseline` is vLLM 0.33.0; `pr457` is the change under verification as its
 public description states it (an explicit --mamba-block-size kept as the
 recurrent cadence R, the split on R, annotated EAGLE boundaries converted to
-R's grid); `pr457-guarded` adds the configuration check this project
-proposes. Deliberately broken copies of a variant are not here: each is a
-patch applied to the model's code from outside, by the proofs package.
+R's grid); `pr457-guarded` adds the configuration check this project proposes.
+Deliberately broken copies of a variant are not here: each is a patch applied
+to the model's code from outside, by the proofs package.
 """
 
 from __future__ import annotations

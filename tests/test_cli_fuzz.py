@@ -1,10 +1,11 @@
-"""Every command, driven in this process through `proofs.cli.main` with generated arguments and
-generated files (geometry TOML and result JSON: valid, truncated, wrong types, huge numbers,
-binary): it answers with exit status 0, 1 or 2, never an exception; exit 2 is exactly one line
-on stderr, `gridproof: error: ...`.
+"""Every command (simulate, prove, report, mine, mutate, source), driven in this process through
+`proofs.cli.main` with generated arguments and generated files (geometry TOML and result JSON:
+valid, truncated, wrong types, huge numbers, binary): it answers with exit status 0, 1 or 2, never
+an exception; exit 2 is exactly one line on stderr, `gridproof: error: ...`.
 
 The argument shapes keep each call short: `prove` selects one cheap theorem, `mine` records a
-geometry (no search) without loading vLLM. The example budget is fixed and the generation
+geometry (no search) without loading vLLM, `mutate` only lists its mutants, `source` is given
+paths that hold no vLLM (no download). The example budget is fixed and the generation
 derandomised, so CI sees the same cases every run.
 """
 
@@ -20,9 +21,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from models.geometry import BUILTIN_DIR, builtin_geometry_names
-from models.variants import VARIANTS
 from proofs.cli import main
-from proofs.mutation.handwritten import MUTANTS
+from proofs.mutation.handwritten import known_names
 from proofs.prove import run_catalogue
 from proofs.report import FORMATS
 
@@ -46,10 +46,10 @@ budget_text = st.one_of(
     odd_text, st.lists(odd_numbers, min_size=1, max_size=4).map(",".join), st.sampled_from(["4096", "4096,1"])
 )
 variant_text = st.one_of(
-    st.sampled_from([*VARIANTS, *(f"mutant:{m}" for m in MUTANTS), "pr999", "mutant:", "baseline,pr457", ","]),
+    st.sampled_from([*known_names(), "pr999", "mutant:", "baseline,pr457", ","]),
     st.text(max_size=8),
 )
-good_variant = st.sampled_from([*VARIANTS, *(f"mutant:{m}" for m in MUTANTS)])
+good_variant = st.sampled_from(known_names())
 good_budget = st.one_of(
     st.integers(1, 10**6).map(str),
     st.lists(st.integers(1, 9000), min_size=1, max_size=4).map(lambda values: ",".join(map(str, values))),
@@ -299,3 +299,41 @@ def test_the_generated_files_include_valid_ones():
     """The fuzzing reaches past the readers: its valid starting points load."""
     assert tomllib.loads(builtin_toml("kimi-k3-tp16-dcp16"))["request"]["prompt_tokens"] == 100000
     assert json.loads(valid_result_text())["format"] == "gridproof-result/1"
+
+
+@settings(FUZZ, max_examples=15)  # --list: the mutants are generated, none is run
+@given(data=st.data())
+def test_mutate_never_raises(tmp_path_factory, capsys, data):
+    tmp_path = tmp_path_factory.mktemp("mutate")
+    draw = data.draw
+    argv = ["mutate", "--list"]
+    argv += _flag(draw, "--module", st.sampled_from(["reuse", "plan", "prefill"]), st.sampled_from(["arith", ""]))
+    argv += _flag(draw, "--operator", st.sampled_from(["relational", "drop-stop"]), odd_text)
+    argv += _flag(draw, "--function", st.sampled_from(["chunk_end", "gpu_restore"]), odd_text)
+    argv += _flag(draw, "--sample", st.sampled_from(["1", "3"]), odd_numbers)
+    argv += _flag(draw, "--seed", st.sampled_from(["0", "5"]), odd_numbers)
+    argv += _flag(draw, "--jobs", st.just("1"), odd_numbers)
+    argv += _flag(draw, "--timeout", st.just("30"), odd_numbers)
+    argv += _flag(draw, "--fail-under", st.just("50"), odd_numbers)
+    argv += ["--json"] if draw(st.booleans()) else []
+    run(tmp_path, capsys, argv)
+
+
+@settings(FUZZ, max_examples=15)  # only paths that are no vLLM: no download, no symbolic execution
+@given(data=st.data())
+def test_source_never_raises(tmp_path_factory, capsys, data):
+    tmp_path = tmp_path_factory.mktemp("source")
+    draw = data.draw
+    shape = draw(st.sampled_from(["file", "directory", "missing", "wheel-named"]))
+    if shape == "file":
+        path = _written(tmp_path, "something", draw(binary))
+    elif shape == "wheel-named":
+        path = _written(tmp_path, "vllm-0.33.0-py3-none-any.whl", draw(binary))
+    elif shape == "directory":
+        path = str(tmp_path)
+    else:
+        path = str(tmp_path / "nowhere")
+    argv = ["source", "--vllm", path]
+    argv += _flag(draw, "--function", st.sampled_from(["split", "checkpoint_position"]), odd_text)
+    argv += ["--json"] if draw(st.booleans()) else []
+    run(tmp_path, capsys, argv)

@@ -18,7 +18,7 @@ from models.prefill import run_prefill
 from models.reuse import gpu_restore, offload_restore
 from models.variants import VARIANTS, get_variant
 from proofs.cli import main
-from proofs.mutation.handwritten import MUTANTS, in_effect
+from proofs.mutation.handwritten import in_effect, known_names
 
 CASES = 250
 
@@ -68,23 +68,24 @@ def restores(geometry, the_plan, published) -> tuple[int, int]:
 
 def test_condensed_prefills_equal_the_step_by_step_ones():
     rng = random.Random(20)
-    names = [*VARIANTS, *(f"mutant:{m}" for m in MUTANTS)]
+    names = known_names()  # the engine variants and the hand-written mutants, each patched in while it runs
     condensed = 0
     for case in range(CASES):
         geometry = random_geometry(rng)
+        name = rng.choice(names)
         budgets = rng.choice(
             [[geometry.deployment.max_num_scheduled_tokens], [rng.randint(1, 300), 97, 512], [rng.randint(20, 400)]]
         )
-        with in_effect(rng.choice(names)) as variant:  # a mutant's patch holds while its prefill runs
+        with in_effect(name) as variant:
             the_plan = plan(variant, geometry)
             slow = run_prefill(the_plan, budgets, condense_beyond=None)
             fast = run_prefill(the_plan, budgets, condense_beyond=0)
-        where = (case, geometry, budgets)
-        assert list(fast.every_chunk()) == slow.chunks, where
-        assert fast.steps == len(slow.chunks) and fast.stalled_at == slow.stalled_at, where
-        for name in ("chunk_ends", "published", "private"):
-            assert list(getattr(fast, name)) == list(getattr(slow, name)), (name, *where)
-        assert restores(geometry, the_plan, fast.published) == restores(geometry, the_plan, slow.published), where
+            where = (case, name, geometry, budgets)
+            assert list(fast.every_chunk()) == slow.chunks, where
+            assert fast.steps == len(slow.chunks) and fast.stalled_at == slow.stalled_at, where
+            for field in ("chunk_ends", "published", "private"):
+                assert list(getattr(fast, field)) == list(getattr(slow, field)), (field, *where)
+            assert restores(geometry, the_plan, fast.published) == restores(geometry, the_plan, slow.published), where
         condensed += fast.repeat is not None
     assert condensed >= CASES // 4, condensed  # the fast path was taken, not only the slow one twice
 

@@ -297,8 +297,8 @@ def gpu_restore_safe(variant, x):
 
 
 def _offload_restore_safe(variant, x, annotated):
-    """The offload connector: a KV connector, so no hash lookahead (vllm-align-mode.md
-    section 2.2); its EAGLE groups are the annotated ones. Chunks of one block,
+    """The offload connector: a KV connector, so no hash lookahead (vLLM 0.33.0
+    v1/core/sched/scheduler.py:546-662); its EAGLE groups are the annotated ones. Chunks of one block,
     as every built-in deployment runs: with blocks per chunk symbolic too, the
     span products left both offload obligations UNKNOWN within 20,000,000."""
     x = {**x, "annotated": annotated}

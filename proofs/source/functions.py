@@ -68,7 +68,8 @@ class ShippedFunctions:
 
     def split(self, p: SplitParams, call: SplitCall):
         """`Scheduler._mamba_block_aligned_split` with `self` and `request`
-        stand-ins holding what it reads (vllm-on-cpu.md)."""
+        stand-ins holding what it reads: the scheduler's block sizes, budget and flags, and the
+        request's token counts and shared-prefix boundary."""
 
         def run(f):
             scheduler = StandIn(
