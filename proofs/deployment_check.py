@@ -84,11 +84,11 @@ def typical_request(p: Plan) -> dict:
     ]
     return {
         "tokens": tokens,
-        "steps": len(trace.chunks),
+        "steps": trace.steps,
         "stalled_at_step": trace.stalled_at,
-        "chunk_ends": trace.chunk_ends,
-        "published": trace.published,
-        "private": trace.private,
+        "chunk_ends": list(trace.chunk_ends),
+        "published": list(trace.published),
+        "private": list(trace.private),
         "restorable": restorable,
         "first_restorable": restorable[0] if restorable else None,
         "restored_gpu": gpu,

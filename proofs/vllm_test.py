@@ -54,7 +54,7 @@ def case_from_plan(p: Plan, name: str, why: str, prompt_tokens: int | None = Non
         "prompt": prompt,
         "tokens": prompt,
         "budgets": [budget],
-        "chunk_ends": trace.chunk_ends,
+        "chunk_ends": list(trace.chunk_ends),
         "cadence": p.cadence,
         "target_spans": list(p.target_spans),
     }

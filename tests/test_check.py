@@ -271,15 +271,17 @@ def test_a_plausibly_wrong_law_is_refuted_by_z3_and_replayed():
     # give (a mutant of the last cacheable position): the obligation must
     # refute it, with a prompt length that replays.
     from models.scheduler import last_cacheable_position
-    from models.variants import MUTANTS
     from proofs.hitlaw import decide_law, prepare, simulated_hit
+    from proofs.mutation.handwritten import MUTANTS
+    from proofs.mutation.patch import compile_patched
 
     p = _kimi_k3_plan(12288)
     setting = prepare(p)
-    mutant = MUTANTS["conversion-rounds-up"]
-    outcome = decide_law(setting, lambda n: last_cacheable_position(mutant, p.split, n))
+    # The mutant's function alone, compiled beside the model, which stays unpatched.
+    rounded_up = compile_patched(MUTANTS["conversion-rounds-up"].patch)
+    outcome = decide_law(setting, lambda n: rounded_up(p.variant, p.split, n))
     assert outcome.verdict == "REFUTED", outcome.reason
     tokens = outcome.counterexample["L"]
-    assert last_cacheable_position(mutant, p.split, tokens) != simulated_hit(p, tokens)
+    assert rounded_up(p.variant, p.split, tokens) != simulated_hit(p, tokens)
     shifted = decide_law(setting, lambda n: last_cacheable_position(p.variant, p.split, n + 768))
     assert shifted.verdict == "REFUTED"

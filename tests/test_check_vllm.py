@@ -2,7 +2,7 @@
 the recurrent state tensors against vLLM's own `MambaStateShapeCalculator`
 and `MambaStateDtypeCalculator`, and the resolved block, cadence and padded
 page against the real `Platform._align_hybrid_block_size`
-(tests/conformance/real_config.py). A missing vLLM errors, never skips."""
+(proofs/real_vllm/config.py). A missing vLLM errors, never skips."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def vllm_calculators():
 def real_config():
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=DeprecationWarning)
-        from conformance.real_config import RealConfig
+        from proofs.real_vllm.config import RealConfig
 
         return RealConfig()
 
@@ -110,7 +110,7 @@ def test_state_tensors_are_vllms(vllm_calculators, name):
 
 
 def _scenario(model, deployment, tp: int):
-    from conformance.real_config import Backend, ConfigScenario
+    from proofs.real_vllm.config import Backend, ConfigScenario
 
     inputs = deployment.config_inputs
     spec = deployment.speculation

@@ -213,7 +213,10 @@ def test_a_view_reads_the_same_on_ints_and_in_z3():
         ([HEADLINE, "--view", "budget0 + 1"], "a view must be a condition"),
         ([HEADLINE, "--view", "eagle_drop + 1 > 0"], "arithmetic needs an integer"),
         ([HEADLINE, "--view", "'text' == 'text'"], "only integers and True/False"),
-        ([HEADLINE, "--format", "xml"], "--format: invalid choice: 'xml' (choose from 'text', 'json', 'pytest')"),
+        (
+            [HEADLINE, "--format", "xml"],
+            "--format: invalid choice: 'xml' (choose from 'text', 'json', 'pytest', 'vllm-test')",
+        ),
         ([HEADLINE, "--ladder", "-1"], "--ladder: must be a non-negative integer"),
     ],
 )

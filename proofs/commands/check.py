@@ -135,8 +135,8 @@ def add_parser(sub) -> None:
 
 
 def _one_line_errors(parser: argparse.ArgumentParser) -> None:
-    """vLLM spellings (`--max_model_len` for `--max-model-len`), every unknown
-    flag refused, and every parse error one line with exit status 2."""
+    """vLLM spellings (`--max_model_len` for `--max-model-len`), and every
+    unknown flag refused (the parser's errors are one line and exit 2)."""
     known = parser.parse_known_args
 
     def parse_known_args(args=None, namespace=None):
@@ -150,12 +150,7 @@ def _one_line_errors(parser: argparse.ArgumentParser) -> None:
             )
         return namespace, extras
 
-    def error(message: str):
-        print(f"gridproof check: error: {message}", file=sys.stderr)
-        sys.exit(2)
-
     parser.parse_known_args = parse_known_args
-    parser.error = error
 
 
 def _dashes(argument: str) -> str:
