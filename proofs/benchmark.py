@@ -13,6 +13,9 @@ ratios, not the absolute seconds of one machine with another's.
 
 1. The catalogue: `gridproof prove`'s own run of tier ci (and, with
    --all-tiers, of every tier): wall time, total rlimit, entries by verdict.
+   The proof cache: a cold run of tier all into a fresh cache, then the
+   unchanged rerun. `gridproof check`: one process per built-in model (not
+   with --quick).
 2. The encoding: every ci-tier obligation decided as the runner decides it
    (same budget, refute-first choice, case split and strategy), once with
    gridproof's quotient/remainder witnesses and once with Z3's own `/` and `%`
@@ -122,6 +125,28 @@ def bench_catalogue(tier: str, theorems: tuple[str, ...] | None) -> None:
             print(f"    {e['theorem']} / {e['variant']}: {e['verdict']} (expected {e['expected']}) {e['reason'][:100]}")
     slowest = sorted(entries, key=lambda e: -e["seconds"])[:3]
     print("  slowest: " + "; ".join(f"{e['theorem']} / {e['variant']} {e['seconds']:.1f} s" for e in slowest))
+    print()
+
+
+def bench_cache(tier: str) -> None:
+    """The proof cache: a cold run that fills a fresh cache, then the unchanged rerun CI makes."""
+    with tempfile.TemporaryDirectory() as directory:
+        cold, _ = run_catalogue(tier=tier, cache=Path(directory))
+        warm, _ = run_catalogue(tier=tier, cache=Path(directory))
+    print(f"proof cache (tier {tier}), as `gridproof prove --cache DIR` runs it")
+    for label, run in (("cold, filling the cache", cold), ("unchanged rerun", warm)):
+        reused = run["cache"]["reused"]
+        print(f"  {label:<24} {run['seconds']:6.2f} s of proving, {reused} of {len(run['entries'])} entries reused")
+    print()
+
+
+def bench_check() -> None:
+    """`gridproof check`, one process per deployment: every built-in model at vLLM's defaults and
+    the Kimi-K3 deployments of its judging case."""
+    from proofs import bench_check
+
+    print("gridproof check, one process per deployment (wall and CPU seconds, exit status, hit law)")
+    bench_check.timing(bench_check.builtin_model_names())
     print()
 
 
@@ -583,6 +608,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-catalogue", action="store_true")
     parser.add_argument("--skip-encoding", action="store_true")
     parser.add_argument("--skip-race", action="store_true")
+    parser.add_argument("--skip-cache", action="store_true")
+    parser.add_argument("--skip-check", action="store_true")
     parser.add_argument(
         "--write-docs",
         nargs="?",
@@ -608,6 +635,10 @@ def main(argv: list[str] | None = None) -> int:
             bench_catalogue("ci", theorems)
             if args.all_tiers:
                 bench_catalogue("all", theorems)
+        if not args.skip_cache:
+            bench_cache("ci" if args.quick else "all")
+        if not args.skip_check and not args.quick:
+            bench_check()
         if not args.skip_encoding:
             bench_encoding(theorems, args.encoding_tier)
         if not args.skip_race:

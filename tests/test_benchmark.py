@@ -69,3 +69,10 @@ def test_write_docs_page_holds_the_command_and_the_printed_figures(quick_output:
     # The figures are the run's own output, machine and z3 version first.
     assert quick_output.strip() in page
     assert "cores, load average" in page and "z3 " in page
+
+
+def test_cache_figures(quick_output: str) -> None:
+    assert "proof cache (tier ci)" in quick_output
+    rerun = next(line for line in quick_output.splitlines() if "unchanged rerun" in line)
+    reused, total = rerun.split(" entries reused")[0].split(", ")[-1].split(" of ")
+    assert int(reused) == int(total) > 0  # an unchanged rerun decides nothing again
