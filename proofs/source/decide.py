@@ -121,22 +121,25 @@ def _solver(definitions, rlimit: int) -> z3.Solver:
 def _check(attempts, facts, goal, flags, rlimit, case_split=False):
     """unsat, a model, or None (undecided). Each set of definitions in turn;
     then, if `case_split`, with the richer set, case by case over the Bool
-    inputs (a fixed flag erases the merged branches it guards)."""
+    inputs (a fixed flag erases the merged branches it guards). Facts are
+    asserted, not passed as assumptions: Z3 preprocesses assertions only,
+    and as assumptions 21 of the split's 24 paths went undecided, not 2."""
     for definitions in attempts:
         solver = _solver(definitions, rlimit)
-        answer = solver.check(*facts, goal)
+        solver.add(*facts, goal)
+        answer = solver.check()
         if answer == z3.sat:
             return solver.model()
         if answer == z3.unsat:
             return z3.unsat
     if not case_split:
         return None
-    solver = _solver(attempts[-1], rlimit)
     for values in itertools.product((False, True), repeat=len(flags)):
-        case = [f if value else z3.Not(f) for f, value in zip(flags, values, strict=True)]
         substitution = list(zip(flags, map(z3.BoolVal, values), strict=True))
-        pinned = [z3.simplify(z3.substitute(t, *substitution)) for t in (*facts, goal)]
-        answer = solver.check(*case, *pinned)
+        solver = _solver(attempts[-1], rlimit)
+        solver.add(*(f if value else z3.Not(f) for f, value in zip(flags, values, strict=True)))
+        solver.add(*(z3.simplify(z3.substitute(t, *substitution)) for t in (*facts, goal)))
+        answer = solver.check()
         if answer == z3.sat:
             return solver.model()
         if answer == z3.unknown:
