@@ -102,7 +102,7 @@ def _attempts(context):
 
 def _check_path(context, x, subject, path, value, other, domain, rlimit):
     goal = z3.Not(_equal(value(path.value), other))
-    return _check(_attempts(context), [*domain, path.formula], goal, _flags(x, subject), rlimit)
+    return _check(_attempts(context), [*domain, path.formula], goal, _flags(x, subject), rlimit, case_split=True)
 
 
 def _flags(x: dict, subject: Subject) -> list:
@@ -121,7 +121,9 @@ def _solver(definitions, rlimit: int) -> z3.Solver:
 def _check(attempts, facts, goal, flags, rlimit, case_split=False):
     """unsat, a model, or None (undecided). Each set of definitions in turn;
     then, if `case_split`, with the richer set, case by case over the Bool
-    inputs (a fixed flag erases the merged branches it guards). Facts are
+    inputs (a fixed flag erases the merged branches it guards): the split's
+    two paths with EAGLE drop and an internal checkpoint are decided so, in
+    11 s each, and stay unknown at 20M rlimit without it. Facts are
     asserted, not passed as assumptions: Z3 preprocesses assertions only,
     and as assumptions 21 of the split's 24 paths went undecided, not 2."""
     for definitions in attempts:
