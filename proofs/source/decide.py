@@ -11,6 +11,7 @@ run concretely) before it is reported as REFUTED.
 from __future__ import annotations
 
 import itertools
+import random
 import time
 from dataclasses import dataclass, field
 
@@ -78,6 +79,10 @@ def _decide(subject: Subject, left, right, rlimit: int) -> Verdict:
                 return Verdict(REFUTED, len(returned), counterexample=values, values=difference, **found)
             undecided.append(i)  # a model that does not replay decides nothing
     if undecided:
+        values = _probe(subject, left, right)
+        if values is not None:
+            difference = subject.difference(left, right, values)
+            return Verdict(REFUTED, len(returned), counterexample=values, values=difference, **found)
         return Verdict(
             UNKNOWN,
             len(returned),
@@ -86,6 +91,31 @@ def _decide(subject: Subject, left, right, rlimit: int) -> Verdict:
             **found,
         )
     return Verdict(PROVED, len(returned), **found)
+
+
+PROBES = 3000
+
+
+def _probe(subject: Subject, left, right, tries: int = PROBES) -> dict | None:
+    """Random small inputs in the domain, run concretely on both readings:
+    what a symbolic divisor hides from the solver is often a few tokens
+    away (../shared/reference/z3-encoding.md, "Finding counterexamples").
+    Seeded: the same run finds the same input."""
+    rng = random.Random(0)
+    formula = subject.formula(left, right)
+    for _ in range(tries):
+        values = {}
+        for v in subject.variables:
+            if v.kind is Kind.BOOL:
+                values[v.name] = rng.random() < 0.5
+            else:
+                values[v.name] = rng.randint(1, 16) if v.size else rng.randint(0, 48)
+        if not all(subject.domain(values).values()):
+            continue
+        holds, _ = replay(formula, BASELINE, values)
+        if holds:
+            return values
+    return None
 
 
 def _values(model: z3.ModelRef, x: dict, subject: Subject) -> dict:
