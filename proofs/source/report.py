@@ -168,5 +168,9 @@ def render_text(result: dict) -> str:
             if "counterexample" in t:
                 line += f"  counterexample {t['counterexample']}"
             lines.append(line)
-    lines.append(f"{'all PROVED' if result['ok'] else 'NOT all proved'} in {result['seconds']} s")
+    if "a" in result:
+        verdict = "every function decided" if result["ok"] else "NOT every function decided"
+    else:
+        verdict = "all PROVED" if result["ok"] else "NOT all proved"
+    lines.append(f"{verdict} in {result['seconds']} s")
     return "\n".join(lines)

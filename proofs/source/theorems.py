@@ -73,7 +73,7 @@ def _prove(name: str, functions, rlimit: int) -> Verdict:
             facts = [z3.substitute(h, (result, value)) for h in hypotheses] + [path.formula]
             admitted += _satisfiable(context, facts)
             negated = z3.Not(z3.substitute(goal, (result, value)))
-            answer = _check(_attempts(context), facts, negated, _flags(x, subject), rlimit)
+            answer = _check(_attempts(context), facts, negated, _flags(x, subject), rlimit, case_split=True)
             if answer is None:
                 undecided.append(i)
                 continue
