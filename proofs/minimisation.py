@@ -16,12 +16,10 @@ if TYPE_CHECKING:
     from proofs.solver import _Encoding, _Problem
 
 CORE_RLIMIT = 300_000  # per deletion check when minimising a proof's hypotheses, at most
-# A deletion query can cost more than a proof that was quick: the config
-# theorems' took 60,000 to 90,000 after proofs of under 30,000.
+# A deletion query can cost more than a proof that was quick, so the cap has a floor.
 CORE_MIN_RLIMIT = 150_000
 # A deletion check capped below a quarter of the proof's own cost is not
-# posed: over the whole catalogue, 48 of 48 such checks ended unknown (and
-# kept their hypothesis), 25 s of a 109 s sequential run.
+# posed: such checks end unknown (and keep their hypothesis) at a high cost.
 CORE_HOPELESS_RATIO = 4
 # Before a deletion check, the same query with every size input pinned to a
 # small range: a model shows the hypothesis needed, and the check is not
@@ -111,10 +109,9 @@ class DeletionQueries:
 
     One solver serves every hypothesis's query: each hypothesis, and its
     negation, is asserted behind a literal, and a query picks them by
-    assumption. Over --tier all this gave the same answers as a fresh solver
-    per query, in 3.7 s instead of 5.9 s; with the sizes pinned, 2 ms a query
-    instead of 8 ms. Not through the query cache: these solvers differ per
-    case, and a key costs about what a pinned query does."""
+    assumption: the same answers as a fresh solver per query, in less time.
+    Not through the query cache: these solvers differ per case, and a key
+    costs about what a pinned query does."""
 
     def __init__(self, problem: _Problem, encoding: _Encoding, negated_goal: z3.BoolRef) -> None:
         self.problem, self.encoding, self.negated_goal = problem, encoding, negated_goal

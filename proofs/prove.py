@@ -60,12 +60,10 @@ def run_catalogue(
     else:
         # Separate processes: Z3 releases no lock a thread could use. The
         # theorems with slow-tier proofs start first, then the largest
-        # budgets, so no long theorem starts last: by budget alone,
-        # split-grid-landing (about 7 s, 3 budgets) started last in --tier all.
+        # budgets, so no long theorem starts last.
         order = sorted(range(len(tasks)), key=lambda t: _start_order(tasks[t][1]))
         # Forked where the platform can: a spawned worker imports z3 and the
-        # models again, about 0.45 s before its first task (--tier all: 9.4
-        # and 10.4 s forked against 10.2 and 11.0 s spawned, in alternation).
+        # models again before its first task.
         # Z3 runs no thread of its own here, so a fork copies no lock held.
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         context = multiprocessing.get_context(method)

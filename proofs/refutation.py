@@ -106,9 +106,8 @@ def search(problem: _Problem, case: dict, target, *, replayed: bool = False, run
             except ZeroDivisionError:
                 continue
             solver = encoding.solver(tracked=False, limit=LADDER_RLIMIT, lemmas=False)
-            # Not shared: over --tier all, 23 of 250 ladder queries were
-            # answered before, sparing 75,000 rlimit in all; their keys
-            # cost about 0.5 s.
+            # Not shared: few ladder queries repeat, and their keys cost
+            # more than the answers they would spare.
             if problem.check(solver, target(encoding), shared=False).result == z3.sat:
                 values = encoding.values(solver.model())
                 if not replayed or replay(problem.formula, problem.variant, values, problem.drop)[0]:

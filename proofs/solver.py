@@ -55,9 +55,7 @@ STRATEGIES["linear"] = lambda: z3.Then("simplify", "propagate-values", "solve-eq
 
 # Z3 parameters of every query (the SMT core's names; written into the
 # exported SMT-LIB with the "smt." prefix). Without the Groebner-basis step of
-# Z3's nonlinear solver, one sequential --tier all took 36.7 s instead of
-# 41.7 s, and 26.7 s once the three obligations that had needed Z3's default
-# strategy went to the SMT core too: it now decides them, and sooner.
+# Z3's nonlinear solver the whole catalogue is decided on the SMT core, and sooner.
 QUERY_PARAMETERS = (("arith.nl.grobner", False),)
 
 
@@ -327,10 +325,8 @@ class _Problem:
         ]
         if refute_first:
             # On the obligation whole, every flag free: the probe draws the
-            # flags too, and a geometry's one query covers every case. Case
-            # by case, prefill-restore-published's 8 cases cost its mutants
-            # 8 probes and up to 8 readings per geometry: conversion-rounds-up
-            # 0.67 s, against 0.15 s whole.
+            # flags too, and a geometry's one query covers every case, where
+            # case by case would cost a probe and a reading per case.
             values = refutation.refute_small(self, {})
             if values is not None:
                 return self._refuted(values, {})

@@ -427,8 +427,7 @@ THEOREMS = (
         "When the cadence exceeds the prefill budget, every budget sequence that makes progress publishes the "
         "same checkpoints: every multiple of R up to the prompt (the count of published checkpoints after c "
         "tokens is c // R, and each step advances without passing the prompt).",
-        # Without the lemma families: 2.1 s instead of 3.9 s for pr457 (26f4365);
-        # 10 s instead of 24 s for pr457-guarded under Z3's Groebner step.
+        # Without the lemma families: they only widen this query's search.
         (Obligation("step", STEP_VARS + ints("published_count"), same_checkpoints_step, lemmas=False),),
     ),
     Theorem(
@@ -441,12 +440,9 @@ THEOREMS = (
                 "main",
                 RESTORE_VARS,
                 restorable_below_lcp,
-                # Measured for pr457-guarded, the whole obligation alone under
-                # four seeds, with pruning (models/arith.py): 3.0 to 3.8 s with
-                # these 3 flags, 2.8 to 5.2 s without "annotated", 7.9 to 11.6 s
-                # with the sharding flags instead; UNKNOWN within 60,000,000
-                # split on "eagle_drop" and "annotated" alone. Before pruning:
-                # 4.5 to 6.7 s on the first 2 flags.
+                # These three flags: the cheapest split measured for
+                # pr457-guarded (the sharding flags cost more, and without
+                # "explicit" the query is undecided within its budget).
                 case_split=("explicit", "eagle_drop", "annotated"),
             ),
         ),

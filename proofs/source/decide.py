@@ -152,10 +152,10 @@ def _check(attempts, facts, goal, flags, rlimit, case_split=False):
     """unsat, a model, or None (undecided). Each set of definitions in turn;
     then, if `case_split`, with the richer set, case by case over the Bool
     inputs (a fixed flag erases the merged branches it guards): the split's
-    two paths with EAGLE drop and an internal checkpoint are decided so, in
-    11 s each, and stay unknown at 20M rlimit without it. Facts are
-    asserted, not passed as assumptions: Z3 preprocesses assertions only,
-    and as assumptions 21 of the split's 24 paths went undecided, not 2."""
+    two paths with EAGLE drop and an internal checkpoint are decided so, and
+    stay unknown without it. Facts are asserted, not passed as assumptions:
+    Z3 preprocesses assertions only, and as assumptions most of the split's
+    paths went undecided."""
     for definitions in attempts:
         solver = _solver(definitions, rlimit)
         solver.add(*facts, goal)
