@@ -203,7 +203,7 @@ def test_a_view_reads_the_same_on_ints_and_in_z3():
         ([HEADLINE, "--variant", "nope"], "unknown variant 'nope'"),
         ([HEADLINE, "--max", "0"], "--max: must be a positive integer, got 0"),
         ([HEADLINE, "--max", "-3"], "--max: must be a positive integer"),
-        ([HEADLINE, "--max", "two"], "--max: expected an integer"),
+        ([HEADLINE, "--max", "two"], "--max: expected a positive integer"),
         ([HEADLINE, "--view", "budget0 <"], "not an expression"),
         ([HEADLINE, "--view", "__import__('os').system('true')"], "Call is not allowed"),
         ([HEADLINE, "--view", "prompt.real > 1"], "Attribute is not allowed"),

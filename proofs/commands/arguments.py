@@ -30,22 +30,22 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(message.removeprefix("argument "))
 
 
-def _integer(text: str) -> int:
+def _integer(text: str, kind: str) -> int:
     try:
         return int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {_shown(text)}") from None
+        raise argparse.ArgumentTypeError(f"expected {kind}, got {_shown(text)}") from None
 
 
 def positive_integer(text: str) -> int:
-    value = _integer(text)
+    value = _integer(text, "a positive integer")
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
     return value
 
 
 def non_negative_integer(text: str) -> int:
-    value = _integer(text)
+    value = _integer(text, "a non-negative integer")
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
     return value

@@ -16,6 +16,7 @@ from models.deploy import ServeFlags, geometry_toml, resolve_deployment
 from models.errors import GridproofError
 from models.hf_config import SSM_CACHE_DTYPES, builtin_model_names, load_model
 from models.variants import get_variant
+from proofs.commands.arguments import non_negative_integer, positive_integer
 
 SWEEPABLE = {
     "mamba-block-size": "mamba_block_size",
@@ -31,26 +32,6 @@ MAX_SWEEP_ROWS = 64
 
 class CheckUsageError(GridproofError):
     """Bad input to `gridproof check`: one line, exit status 2."""
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
-
-
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
-    return value
 
 
 def _json_object(text: str) -> dict:
@@ -106,15 +87,15 @@ def add_parser(sub) -> None:
         help=f"a Hugging Face config.json, or a built-in model: {', '.join(builtin_model_names())} (default kimi-k3)",
     )
     vllm = parser.add_argument_group("vLLM flags (vllm serve's names and spellings)")
-    vllm.add_argument("--tensor-parallel-size", "-tp", type=_positive, metavar="N", default=1)
-    vllm.add_argument("--decode-context-parallel-size", "-dcp", type=_positive, metavar="N", default=1)
-    vllm.add_argument("--block-size", type=_positive, metavar="N")
-    vllm.add_argument("--mamba-block-size", type=_positive, metavar="N")
+    vllm.add_argument("--tensor-parallel-size", "-tp", type=positive_integer, metavar="N", default=1)
+    vllm.add_argument("--decode-context-parallel-size", "-dcp", type=positive_integer, metavar="N", default=1)
+    vllm.add_argument("--block-size", type=positive_integer, metavar="N")
+    vllm.add_argument("--mamba-block-size", type=positive_integer, metavar="N")
     vllm.add_argument("--mamba-cache-mode", choices=("align", "none"))
-    vllm.add_argument("--max-num-batched-tokens", type=_positive, metavar="N")
-    vllm.add_argument("--max-num-scheduled-tokens", type=_positive, metavar="N")
-    vllm.add_argument("--long-prefill-token-threshold", type=_non_negative, metavar="N", default=0)
-    vllm.add_argument("--max-model-len", type=_positive, metavar="N")
+    vllm.add_argument("--max-num-batched-tokens", type=positive_integer, metavar="N")
+    vllm.add_argument("--max-num-scheduled-tokens", type=positive_integer, metavar="N")
+    vllm.add_argument("--long-prefill-token-threshold", type=non_negative_integer, metavar="N", default=0)
+    vllm.add_argument("--max-model-len", type=positive_integer, metavar="N")
     vllm.add_argument("--speculative-config", type=_json_object, metavar="JSON")
     vllm.add_argument("--kv-transfer-config", type=_json_object, metavar="JSON")
     vllm.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction, default=True)

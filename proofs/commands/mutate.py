@@ -8,30 +8,11 @@ import json
 import sys
 import time
 
+from proofs.commands.arguments import UsageError, non_negative_integer, positive_integer
 from proofs.mutation.operators import DEFAULT_MODULES, OPERATORS, generate
 from proofs.mutation.run import DEFAULT_TIMEOUT, GAP, run_mutants, sample, summary
 
 MODULES = ("config", "plan", "scheduler", "prefill", "reuse", "geometry")
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
-
-
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
-    return value
 
 
 def _percent(text: str) -> float:
@@ -61,11 +42,13 @@ def add_parser(sub) -> None:
         "--operator", action="append", choices=OPERATORS, help="only this operator (repeatable; default: all)"
     )
     mutate.add_argument("--function", help="only the functions whose qualified name is this (e.g. chunk_end)")
-    mutate.add_argument("--sample", type=_positive, metavar="N", help="run N mutants drawn at random (see --seed)")
-    mutate.add_argument("--seed", type=_seed, default=0, help="the draw of --sample (default 0)")
-    mutate.add_argument("--jobs", type=_positive, default=1, help="mutants decided at once, one process each")
     mutate.add_argument(
-        "--timeout", type=_positive, default=DEFAULT_TIMEOUT, help="seconds per mutant before it counts as a gap"
+        "--sample", type=positive_integer, metavar="N", help="run N mutants drawn at random (see --seed)"
+    )
+    mutate.add_argument("--seed", type=non_negative_integer, default=0, help="the draw of --sample (default 0)")
+    mutate.add_argument("--jobs", type=positive_integer, default=1, help="mutants decided at once, one process each")
+    mutate.add_argument(
+        "--timeout", type=positive_integer, default=DEFAULT_TIMEOUT, help="seconds per mutant before it counts as a gap"
     )
     mutate.add_argument("--fail-under", type=_percent, metavar="PERCENT", help="exit 1 when the score is below PERCENT")
     mutate.add_argument("--list", action="store_true", help="list the mutants that would run, and run none")
@@ -80,7 +63,6 @@ def _one_line_error(message: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from proofs.commands.arguments import UsageError
 
     modules = tuple(args.module or DEFAULT_MODULES)
     mutants = generate(modules, tuple(args.operator or OPERATORS))
