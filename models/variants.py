@@ -3,7 +3,7 @@
 Each comes from its engine's module under models/engines/ (one per vLLM
 release or patch). Deliberately broken copies of a variant are not here:
 each is a patch applied to the model's code from outside, by the proofs
-package (proofs/mutation/).
+package.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ def test_eagle_drop_without_an_annotated_group_restores_past_the_last_cacheable_
     )
     resolved = plan(PR457_GUARDED, geometry)
     assert resolved.accepted and resolved.cadence == 2
-    published = run_prefill(resolved, 1).published
+    published = list(run_prefill(resolved, 1).published)
     assert published == [2, 4]
     assert last_cacheable_position(PR457_GUARDED, resolved.split, 5) == 2
     restored = gpu_restore(published, resolved.target_spans, (), resolved.split.eagle_drop, 0, 5, 5)
