@@ -54,12 +54,6 @@ def add_parser(sub) -> None:
     mutate.add_argument("--list", action="store_true", help="list the mutants that would run, and run none")
     mutate.add_argument("--json", action="store_true", help="print the result as JSON")
     mutate.set_defaults(run=run)
-    mutate.error = _one_line_error  # bad input: one line, exit status 2 (argparse prints its usage too)
-
-
-def _one_line_error(message: str) -> None:
-    print(f"gridproof: error: mutate: {message}", file=sys.stderr)
-    sys.exit(2)
 
 
 def run(args: argparse.Namespace) -> int:
