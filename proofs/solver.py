@@ -430,11 +430,6 @@ class _Problem:
             # symbolic lcm) or an encoding bug: look past it for a real
             # counterexample, but never report the theorem proved.
             spurious = spurious or outcome
-            # The hypotheses left out read nothing the goal reads, so some
-            # model satisfies them too, but not necessarily this one: with
-            # every hypothesis asserted, the next model replays if it can.
-            negated.add(*(encoding.hypotheses[name] for name in independent))
-            independent = set()
             negated.add(z3.Or(*(encoding.inputs[v.name] != values[v.name] for v in encoding.free)))
             proof = self.check(negated)
             answer = proof.result
