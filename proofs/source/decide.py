@@ -98,8 +98,8 @@ PROBES = 3000
 
 def _probe(subject: Subject, left, right, tries: int = PROBES) -> dict | None:
     """Random small inputs in the domain, run concretely on both readings:
-    what a symbolic divisor hides from the solver is often a few tokens
-    away (../shared/reference/z3-encoding.md, "Finding counterexamples").
+    what a symbolic divisor hides from the solver (a nonlinear search) is
+    often a few tokens away, where random testing finds it at once.
     Seeded: the same run finds the same input."""
     rng = random.Random(0)
     formula = subject.formula(left, right)

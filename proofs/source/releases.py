@@ -11,7 +11,11 @@ from pathlib import Path
 
 from proofs.source.loader import SourceError, VllmSource
 
-WHEEL_CACHE = Path(os.environ.get("GRIDPROOF_VLLM_WHEELS", "/work/cache/vllm-wheels"))
+# Downloaded release wheels: $GRIDPROOF_VLLM_WHEELS, else under the user's cache directory.
+WHEEL_CACHE = Path(
+    os.environ.get("GRIDPROOF_VLLM_WHEELS")
+    or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gridproof" / "vllm-wheels"
+)
 
 
 def source_for(path: str | None = None, version: str | None = None, download: bool = True) -> VllmSource:
