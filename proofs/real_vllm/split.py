@@ -17,6 +17,39 @@ def _none_if_zero(value):
     return None if value == 0 else value
 
 
+def _namespace(role: str, **attributes):
+    return SimpleNamespace(**attributes)
+
+
+def split_stand_ins(p: SplitParams, call: SplitCall, make=_namespace, unset=_none_if_zero):
+    """`self` and `request` holding exactly what `_mamba_block_aligned_split`
+    reads, from the model's split inputs. `make(role, **attributes)` builds
+    each object (plain namespaces here; the source executor's refuse any
+    other attribute), and `unset` turns the model's 0 into vLLM's None."""
+    scheduler = make(
+        "the scheduler (self)",
+        cache_config=make("cache_config", block_size=p.block),
+        block_size=p.sched_block,
+        hash_block_size=p.hash_block,
+        max_num_scheduled_tokens=p.max_scheduled,
+        scheduler_config=make("scheduler_config", long_prefill_token_threshold=p.long_prefill_threshold),
+        use_eagle_block_drop=p.eagle_drop,
+        num_hash_lookahead_tokens=p.lookahead,
+        mamba_partial_cache_hit=p.partial_hits,
+        mamba_has_prefill_checkpoint_blocks=p.checkpoint_blocks,
+        mamba_prefill_checkpoint_alignment=unset(p.checkpoint_alignment),
+        mamba_shared_prefix_checkpoint=p.shared_prefix,
+    )
+    request = make(
+        "the request",
+        num_computed_tokens=call.computed,
+        num_prompt_tokens=call.prompt,
+        num_tokens=call.tokens,
+        shared_prefix_boundary=call.junction,
+    )
+    return scheduler, request
+
+
 class RealSplit:
     """Loads vLLM on construction: a missing or renamed vLLM fails loudly here."""
 
@@ -45,23 +78,5 @@ class RealSplit:
         )
 
     def split(self, p: SplitParams, call: SplitCall) -> int:
-        scheduler = SimpleNamespace(
-            cache_config=SimpleNamespace(block_size=p.block),
-            block_size=p.sched_block,
-            hash_block_size=p.hash_block,
-            max_num_scheduled_tokens=p.max_scheduled,
-            scheduler_config=SimpleNamespace(long_prefill_token_threshold=p.long_prefill_threshold),
-            use_eagle_block_drop=p.eagle_drop,
-            num_hash_lookahead_tokens=p.lookahead,
-            mamba_partial_cache_hit=p.partial_hits,
-            mamba_has_prefill_checkpoint_blocks=p.checkpoint_blocks,
-            mamba_prefill_checkpoint_alignment=_none_if_zero(p.checkpoint_alignment),
-            mamba_shared_prefix_checkpoint=p.shared_prefix,
-        )
-        request = SimpleNamespace(
-            num_computed_tokens=call.computed,
-            num_prompt_tokens=call.prompt,
-            num_tokens=call.tokens,
-            shared_prefix_boundary=call.junction,
-        )
+        scheduler, request = split_stand_ins(p, call)
         return self._split(scheduler, request, call.requested, call.local_hit, call.external_hit)

@@ -11,6 +11,7 @@ import inspect
 
 from models.arith import is_symbolic
 from models.scheduler import SplitCall, SplitParams
+from proofs.real_vllm.split import split_stand_ins
 from proofs.source.loader import LoadedFunction, Loader
 from proofs.source.reading import symbolic_or_concrete
 from proofs.source.standins import StandIn, optional
@@ -72,27 +73,7 @@ class ShippedFunctions:
         request's token counts and shared-prefix boundary."""
 
         def run(f):
-            scheduler = StandIn(
-                "the scheduler (self)",
-                cache_config=StandIn("cache_config", block_size=p.block),
-                block_size=p.sched_block,
-                hash_block_size=p.hash_block,
-                max_num_scheduled_tokens=p.max_scheduled,
-                scheduler_config=StandIn("scheduler_config", long_prefill_token_threshold=p.long_prefill_threshold),
-                use_eagle_block_drop=p.eagle_drop,
-                num_hash_lookahead_tokens=p.lookahead,
-                mamba_partial_cache_hit=p.partial_hits,
-                mamba_has_prefill_checkpoint_blocks=p.checkpoint_blocks,
-                mamba_prefill_checkpoint_alignment=optional(p.checkpoint_alignment),
-                mamba_shared_prefix_checkpoint=p.shared_prefix,
-            )
-            request = StandIn(
-                "the request",
-                num_computed_tokens=call.computed,
-                num_prompt_tokens=call.prompt,
-                num_tokens=call.tokens,
-                shared_prefix_boundary=call.junction,
-            )
+            scheduler, request = split_stand_ins(p, call, StandIn, optional)
             n, local, external = _proxies(call.requested, call.local_hit, call.external_hit)
             return f(scheduler, request, n, local, external)
 
