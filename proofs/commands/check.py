@@ -16,7 +16,7 @@ from models.deploy import ServeFlags, geometry_toml, resolve_deployment
 from models.errors import GridproofError
 from models.hf_config import SSM_CACHE_DTYPES, builtin_model_names, load_model
 from models.variants import get_variant
-from proofs.commands.arguments import non_negative_integer, positive_integer
+from proofs.commands.arguments import UsageError, non_negative_integer, positive_integer
 
 SWEEPABLE = {
     "mamba-block-size": "mamba_block_size",
@@ -28,10 +28,6 @@ SWEEPABLE = {
     "decode-context-parallel-size": "decode_context_parallel_size",
 }
 MAX_SWEEP_ROWS = 64
-
-
-class CheckUsageError(GridproofError):
-    """Bad input to `gridproof check`: one line, exit status 2."""
 
 
 def _json_object(text: str) -> dict:
@@ -167,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             Path(args.emit_geometry).write_text(geometry_toml(deployment.geometry), encoding="utf-8")
         except OSError as error:
-            raise CheckUsageError(f"--emit-geometry: cannot write {args.emit_geometry}: {error.strerror}") from None
+            raise UsageError(f"--emit-geometry: cannot write {args.emit_geometry}: {error.strerror}") from None
     if args.emit_vllm_test:
         _emit_vllm_test(deployment, args.emit_vllm_test)
     result = analyse(deployment, variant)
@@ -188,7 +184,7 @@ def _emit_vllm_test(deployment, path: str) -> None:
     published = run_prefill(p, budget).published
     off = [e for e in published if any(e % span for span in p.target_spans)]
     if not off:
-        raise CheckUsageError("--emit-vllm-test: under vLLM 0.33.0 every published checkpoint is on target: no case")
+        raise UsageError("--emit-vllm-test: under vLLM 0.33.0 every published checkpoint is on target: no case")
     prompt = min(p.geometry.request.prompt_tokens, off[0] + 2 * p.split.block + 1)
     why = f"{deployment.geometry.name}: the checkpoint at {off[0]:,} lies off the target spans"
     case = case_from_plan(p, deployment.geometry.name, why, prompt_tokens=prompt)
@@ -196,4 +192,4 @@ def _emit_vllm_test(deployment, path: str) -> None:
     try:
         Path(path).write_text(render([case], command), encoding="utf-8")
     except OSError as error:
-        raise CheckUsageError(f"--emit-vllm-test: cannot write {path}: {error.strerror}") from None
+        raise UsageError(f"--emit-vllm-test: cannot write {path}: {error.strerror}") from None
