@@ -163,7 +163,7 @@ class SymbolicContext:
         for d, registered in self._quotients.values():
             if not self._kept(d):
                 continue
-            pool = [z3.IntVal(0), *(q for q in registered if self._kept(q))]
+            pool = [z3.IntVal(0, d.ctx), *(q for q in registered if self._kept(q))]
             ids = [q.get_id() for q in pool]
             # Each term built once, at its first use, where the pair-by-pair
             # expression would first build it: Z3 numbers terms as they are
@@ -202,9 +202,10 @@ class SymbolicContext:
         if not any(q.eq(known) for known in quotients):
             quotients.append(q)
 
-    def fresh(self, stem: str) -> z3.ArithRef:
+    def fresh(self, stem: str, like: z3.ExprRef) -> z3.ArithRef:
+        """A new witness constant, in the Z3 context of the term `like` it is for."""
         self._counter += 1
-        return z3.Int(f"_{stem}{self._counter}")
+        return z3.Int(f"_{stem}{self._counter}", like.ctx)
 
     def divide(self, x: z3.ArithRef, d: z3.ArithRef) -> tuple[z3.ArithRef, z3.ArithRef]:
         """Quotient and remainder of x by d, Python's floor semantics.
@@ -219,7 +220,7 @@ class SymbolicContext:
         x, d = z3.simplify(x), z3.simplify(d)
         if z3.is_int_value(x) and x.as_long() == 0:
             self._note_divisor(d)
-            return z3.IntVal(0), z3.IntVal(0)
+            return z3.IntVal(0, x.ctx), z3.IntVal(0, x.ctx)
         if z3.is_app_of(x, z3.Z3_OP_ITE):
             condition, then, otherwise = x.children()
             q1, r1 = self.divide(then, d)
@@ -229,7 +230,7 @@ class SymbolicContext:
         if factor is not None:
             self._note_divisor(d)
             self._register(factor, d)
-            return factor, z3.IntVal(0)
+            return factor, z3.IntVal(0, d.ctx)
         if z3.is_add(x):
             terms = x.children()
             for i, term in enumerate(terms):
@@ -248,7 +249,7 @@ class SymbolicContext:
     def _witness(self, x: z3.ArithRef, d: z3.ArithRef) -> tuple[z3.ArithRef, z3.ArithRef]:
         key = (x.get_id(), d.get_id())
         if key not in self._divisions:
-            q, r = self.fresh("q"), self.fresh("r")
+            q, r = self.fresh("q", x), self.fresh("r", x)
             owner = q.get_id()
             self._owner[owner] = self._owner[r.get_id()] = owner
             self._reads[owner] = (x, d)
@@ -278,12 +279,12 @@ class SymbolicContext:
         """
         key = tuple(t.get_id() for t in terms)
         if key not in self._lcms:
-            result = self.fresh("lcm")
+            result = self.fresh("lcm", terms[0])
             owner = result.get_id()
-            product = z3.IntVal(1)
+            product = z3.IntVal(1, terms[0].ctx)
             multiples = []
             for t in terms:
-                witness = self.fresh("lcmw")
+                witness = self.fresh("lcmw", t)
                 self._owner[witness.get_id()] = owner
                 multiples += [result == witness * t, witness >= 1]
                 product = product * t
@@ -321,7 +322,7 @@ def _is_uninterpreted(context, ast) -> bool:
 def _cofactor(x: z3.ArithRef, d: z3.ArithRef) -> z3.ArithRef | None:
     """c when x is visibly c * d, else None."""
     if x.eq(d):
-        return z3.IntVal(1)
+        return z3.IntVal(1, d.ctx)
     if z3.is_mul(x):
         factors = x.children()
         for i, f in enumerate(factors):
@@ -348,23 +349,43 @@ def _context() -> SymbolicContext:
     return context
 
 
-def _term(x: object) -> z3.ExprRef:
+def z3_context_of(*values: object) -> z3.Context:
+    """The Z3 context of the first symbolic value: every term a model call
+    builds lives in the context of the symbolic inputs it was called with."""
+    for v in values:
+        if isinstance(v, z3.ExprRef):
+            return v.ctx
+    raise TypeError("no symbolic value to take a Z3 context from")
+
+
+def _term(x: object, ctx: z3.Context) -> z3.ExprRef:
     if isinstance(x, z3.ExprRef):
         return x
     if isinstance(x, bool):
-        return z3.BoolVal(x)
-    return z3.IntVal(x)
+        return z3.BoolVal(x, ctx)
+    return z3.IntVal(x, ctx)
+
+
+def _terms(*values: object) -> list[z3.ExprRef]:
+    """`values` as Z3 terms, the concrete ones in the symbolic ones' context."""
+    ctx = z3_context_of(*values)
+    return [_term(v, ctx) for v in values]
+
+
+def as_term(x: object, ctx: z3.Context) -> z3.ExprRef:
+    """A model function's result as a Z3 term of `ctx`, even when it came out concrete."""
+    return _term(x, ctx)
 
 
 def floordiv(x, d):
     if is_symbolic(x, d):
-        return _context().divide(_term(x), _term(d))[0]
+        return _context().divide(*_terms(x, d))[0]
     return x // d
 
 
 def mod(x, d):
     if is_symbolic(x, d):
-        return _context().divide(_term(x), _term(d))[1]
+        return _context().divide(*_terms(x, d))[1]
     return x % d
 
 
@@ -381,7 +402,7 @@ def multiple(k, d):
     """k * d, a point of d's grid: the symbolic reading hands the solver the
     same monotonicity lemmas for k as for every quotient by d."""
     if is_symbolic(k, d):
-        _context()._register(_term(k), _term(d))
+        _context()._register(*_terms(k, d))
     return k * d
 
 
@@ -392,7 +413,7 @@ def divides(d, x):
 
 def ite(condition, then, otherwise):
     if is_symbolic(condition):
-        return z3.If(condition, _term(then), _term(otherwise))
+        return z3.If(condition, _term(then, condition.ctx), _term(otherwise, condition.ctx))
     return then if condition else otherwise
 
 
@@ -414,19 +435,19 @@ def lcm(*xs):
     if is_symbolic(*xs):
         if len(xs) == 1:
             return xs[0]
-        return _context().lcm(tuple(_term(x) for x in xs))
+        return _context().lcm(tuple(_terms(*xs)))
     return math.lcm(*xs)
 
 
 def all_of(*conditions):
     if is_symbolic(*conditions):
-        return z3.And(*(_term(c) for c in conditions))
+        return z3.And(*_terms(*conditions))
     return all(conditions)
 
 
 def any_of(*conditions):
     if is_symbolic(*conditions):
-        return z3.Or(*(_term(c) for c in conditions))
+        return z3.Or(*_terms(*conditions))
     return any(conditions)
 
 

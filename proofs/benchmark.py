@@ -62,7 +62,7 @@ from proofs.runner import (
     plan_runs,
     run_theorem,
 )
-from proofs.solver import PROVED, REFUTED, UNKNOWN, Kind, fresh_context, replay
+from proofs.solver import PROVED, REFUTED, UNKNOWN, Kind, SolverOptions, replay
 
 HEADLINE = "prefill-published-on-target-boundaries"
 KIMI_LABEL = "Kimi-K3 misalignment"
@@ -174,7 +174,8 @@ def bench_encoding(theorems: tuple[str, ...] | None, tier: str = "ci") -> None:
             cells = []
             for naive in (False, True):
                 with in_effect(run.variant) as variant:
-                    out = decide_obligation(o, variant, run.rlimit, refute_first=run.expected == REFUTED, naive=naive)
+                    options = SolverOptions(rlimit=run.rlimit, refute_first=run.expected == REFUTED, naive=naive)
+                    out = decide_obligation(o, variant, options)
                 total = totals[naive]
                 total[0] += out.rlimit
                 total[1] += out.seconds
@@ -250,9 +251,9 @@ def _refuted_obligation(theorem, variant_name: str, rlimit: int) -> Obligation:
         return theorem.obligations[0]
     with in_effect(variant_name) as variant:
         for obligation in theorem.obligations:
-            with fresh_context():
-                if decide_obligation(obligation, variant, rlimit, refute_first=True).verdict == REFUTED:
-                    return obligation
+            refuting = SolverOptions(rlimit=rlimit, refute_first=True)
+            if decide_obligation(obligation, variant, refuting).verdict == REFUTED:
+                return obligation
     raise ValueError(f"{theorem.name}: no obligation is refuted by {variant_name}, so there is nothing to race")
 
 
@@ -262,11 +263,11 @@ def gridproof_refute(prop: Property) -> tuple[Search, float]:
     decides the step lemma before the trace search."""
     o = prop.obligation
     with in_effect(prop.variant) as variant:
-        out = decide_obligation(o, variant, prop.rlimit, refute_first=True)
+        out = decide_obligation(o, variant, SolverOptions(rlimit=prop.rlimit, refute_first=True))
     found = out.verdict == REFUTED
     note = "" if found else f"{out.verdict}: {out.reason[:80]}"
     search = Search(found, out.seconds, note, out.counterexample, {"rlimit": out.rlimit})
-    entry = run_theorem(CATALOGUE[prop.theorem], prop.variant, REFUTED, prop.rlimit)
+    entry = run_theorem(CATALOGUE[prop.theorem], prop.variant, REFUTED, SolverOptions(rlimit=prop.rlimit))
     return search, (entry.seconds if entry.verdict == REFUTED else float("inf"))
 
 

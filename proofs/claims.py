@@ -33,8 +33,10 @@ class Claim:
 Formula = Callable[[object, dict[str, object]], Claim]
 
 
-def symbolic_inputs(variables: Sequence[Var]) -> dict[str, z3.ExprRef]:
-    return {v.name: (z3.Bool(v.name) if v.kind is Kind.BOOL else z3.Int(v.name)) for v in variables}
+def symbolic_inputs(variables: Sequence[Var], ctx: z3.Context) -> dict[str, z3.ExprRef]:
+    """A Z3 constant per input, in `ctx`: every term of a claim read with them
+    is built in that context (models/arith.py takes it from its arguments)."""
+    return {v.name: (z3.Bool(v.name, ctx) if v.kind is Kind.BOOL else z3.Int(v.name, ctx)) for v in variables}
 
 
 def replay(formula: Formula, variant, values: dict[str, int | bool], drop=()) -> tuple[bool, str]:

@@ -22,7 +22,7 @@ from models.reuse import gpu_restore, offload_restore
 from models.scheduler import last_cacheable_position
 from models.variants import PR457, PR457_GUARDED, Variant
 from proofs import hitlaw
-from proofs.solver import PROVED, REFUTED, Claim, Kind, Var, decide, fresh_context
+from proofs.solver import PROVED, REFUTED, Claim, Kind, SolverOptions, Var, decide
 
 PER_TOKENS = 100_000  # "published checkpoints per 100k tokens"
 
@@ -45,13 +45,12 @@ def _aligned_claim(cadence: int, spans: tuple[int, ...]):
 
 
 def prove_aligned(p: Plan):
-    with fresh_context():
-        return decide(
-            _aligned_claim(p.cadence, p.target_spans),
-            (Var("end", Kind.INT), Var("tokens", Kind.INT)),
-            p.variant,
-            strategy="linear",
-        )
+    return decide(
+        _aligned_claim(p.cadence, p.target_spans),
+        (Var("end", Kind.INT), Var("tokens", Kind.INT)),
+        p.variant,
+        SolverOptions(strategy="linear"),
+    )
 
 
 def _groups(p: Plan) -> list[dict]:

@@ -37,7 +37,7 @@ from models.plan import Plan
 from models.prefill import prefill_step, publishes
 from models.reuse import gpu_restorable
 from models.scheduler import last_cacheable_position, prefill_end
-from proofs.solver import PROVED, Claim, Kind, Outcome, Var, decide, fresh_context
+from proofs.solver import PROVED, Claim, Kind, Outcome, SolverOptions, Var, decide
 
 FAR = 10**12  # a prompt length beyond every stop of the free run
 MAX_FREE_RUN_STEPS = 10_000
@@ -376,8 +376,7 @@ VARIABLES = (Var("L", Kind.INT), Var("t", Kind.INT), Var("m", Kind.INT))
 def _decide_all(formulas, variant, rlimit) -> Outcome:
     outcomes = []
     for formula in formulas:
-        with fresh_context():
-            outcome = decide(formula, VARIABLES, variant, rlimit=rlimit, strategy="linear")
+        outcome = decide(formula, VARIABLES, variant, SolverOptions(rlimit=rlimit, strategy="linear"))
         outcomes.append(outcome)
         if outcome.verdict != PROVED:
             return outcome
@@ -498,11 +497,11 @@ def describe_exit_law(run: FreeRun, unrolling: Unrolling) -> str:
 def render(law) -> str:
     """The law read with Z3's own division on a symbolic L (exact here: every
     divisor is a positive constant), printed with floors, max and min."""
-    with fresh_context():
-        tokens = z3.Int("L")
-        with arith.symbolic_context(naive=True):
-            term = law(tokens)
-        return _text(arith._term(term))
+    ctx = z3.Context()
+    tokens = z3.Int("L", ctx)
+    with arith.symbolic_context(naive=True):
+        term = law(tokens)
+    return _text(arith.as_term(term, ctx))
 
 
 _OPS = {z3.Z3_OP_ADD: " + ", z3.Z3_OP_MUL: "·"}
@@ -579,16 +578,16 @@ def simulated_hit(plan: Plan, tokens: int) -> int:
 def smallest_hit(law: HitLaw) -> int | None:
     """The smallest L whose law is positive (Z3's optimiser on the law read
     with constant divisors), replayed on the law as ints; None: none hits."""
-    with fresh_context():
-        tokens = z3.Int("L")
-        with arith.symbolic_context(naive=True):
-            term = arith._term(law.law(tokens))
-        optimiser = z3.Optimize()
-        optimiser.add(tokens >= 1, term > 0)
-        optimiser.minimize(tokens)
-        if optimiser.check() != z3.sat:
-            return None
-        found = optimiser.model()[tokens].as_long()
+    ctx = z3.Context()
+    tokens = z3.Int("L", ctx)
+    with arith.symbolic_context(naive=True):
+        term = arith.as_term(law.law(tokens), ctx)
+    optimiser = z3.Optimize(ctx=ctx)
+    optimiser.add(tokens >= 1, term > 0)
+    optimiser.minimize(tokens)
+    if optimiser.check() != z3.sat:
+        return None
+    found = optimiser.model()[tokens].as_long()
     if law(found) <= 0 or (found > 1 and law(found - 1) > 0):
         raise AssertionError(f"smallest hit {found} does not replay on the law")
     return found

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import z3
 
 from models import arith
-from proofs.solver import fresh_context, standard_smt2
+from proofs.solver import standard_smt2
 
 MONOTONE = "multiplication-monotone"  # d > 0 and a < b give a*d + d <= b*d
 TRANSITIVE = "divisibility-transitive"  # d | x and x | y give y == (y // x) * (x // d) * d
@@ -33,24 +33,28 @@ def _family(lemma: z3.BoolRef) -> str:
     return TRANSITIVE if z3.is_eq(premise.arg(0)) else MONOTONE
 
 
-def _multiples() -> None:
+def _multiples(ctx: z3.Context) -> None:
     """Two free multiples of a free divisor: monotonicity over any terms."""
-    a, b, d = z3.Ints("a b d")
+    a, b, d = z3.Ints("a b d", ctx)
     arith.multiple(a, d)
     arith.multiple(b, d)
 
 
-def _chain() -> None:
+def _chain(ctx: z3.Context) -> None:
     """d divides x, x divides y and z, z divided by d too: the divisor
     chains the transitivity and floor-by-a-multiple families read."""
-    x, d, y, z = z3.Ints("x d y z")
+    x, d, y, z = z3.Ints("x d y z", ctx)
     arith.floordiv(x, d)
     arith.floordiv(y, x)
     arith.floordiv(z, x)
     arith.floordiv(z, d)
 
 
-PATTERNS: dict[str, Callable[[], None]] = {MONOTONE: _multiples, TRANSITIVE: _chain, FLOOR_BY_MULTIPLE: _chain}
+PATTERNS: dict[str, Callable[[z3.Context], None]] = {
+    MONOTONE: _multiples,
+    TRANSITIVE: _chain,
+    FLOOR_BY_MULTIPLE: _chain,
+}
 
 
 def validity_queries() -> dict[str, str]:
@@ -60,12 +64,13 @@ def validity_queries() -> dict[str, str]:
 
 
 def _validity_query(family: str) -> str:
-    with fresh_context(), arith.symbolic_context() as context:
-        PATTERNS[family]()
+    ctx = z3.Context()
+    with arith.symbolic_context() as context:
+        PATTERNS[family](ctx)
         definitions = context.witness_definitions
         lemmas = [lemma for lemma in context.definitions[len(definitions) :] if _family(lemma) == family]
         if not lemmas:
             raise RuntimeError(f"the pattern for lemma family {family!r} yields none of its lemmas")
-        query = z3.Solver()
+        query = z3.Solver(ctx=ctx)
         query.add(*definitions, z3.Not(z3.And(*lemmas)))
         return standard_smt2(query.to_smt2(), "unsat")

@@ -116,8 +116,9 @@ class DeletionQueries:
     def __init__(self, problem: _Problem, encoding: _Encoding, negated_goal: z3.BoolRef) -> None:
         self.problem, self.encoding, self.negated_goal = problem, encoding, negated_goal
         self.solvers: dict[tuple[int, int] | None, z3.Solver] = {}
-        self.holds = {name: z3.Bool(f"deletion holds: {name}") for name in encoding.hypotheses}
-        self.fails = {name: z3.Bool(f"deletion fails: {name}") for name in encoding.hypotheses}
+        ctx = problem.context
+        self.holds = {name: z3.Bool(f"deletion holds: {name}", ctx) for name in encoding.hypotheses}
+        self.fails = {name: z3.Bool(f"deletion fails: {name}", ctx) for name in encoding.hypotheses}
 
     def check(self, kept: dict, name: str, limit: int) -> z3.CheckSatResult:
         """The full query, within `limit`."""

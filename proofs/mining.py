@@ -29,15 +29,17 @@ import itertools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 
 import z3
 
+from models import arith
 from models.errors import GridproofError
 from models.variants import Variant
 from proofs.catalog import CATALOGUE, Obligation, Theorem
 from proofs.catalog.base import GEOMETRY_VARS, deployment
 from proofs.mutation.handwritten import in_effect, resolve
-from proofs.solver import Claim, Kind, encode
+from proofs.solver import Claim, Formula, Kind, encode
 from proofs.views import BOOL, INT, View, ViewError, compile_view
 
 QUERY_RLIMIT = 10_000_000  # per Optimize query; a geometry that does not answer within it is skipped
@@ -236,8 +238,8 @@ def objective_order(obligation: Obligation) -> list[str]:
     return budgets + tokens + rest + bools
 
 
-def _rlimit_count() -> int:
-    probe = z3.Solver()
+def _rlimit_count(ctx: z3.Context) -> int:
+    probe = z3.Solver(ctx=ctx)
     probe.check()
     return int(probe.statistics().get_key_value("rlimit count"))
 
@@ -254,10 +256,39 @@ def _with_views(formula, views: Sequence[View]):
     return wrapped
 
 
-def _term(x) -> z3.ExprRef:
-    if isinstance(x, z3.ExprRef):
-        return x
-    return z3.BoolVal(x) if isinstance(x, bool) else z3.IntVal(x)
+class Geometry(Enum):
+    """How the search at one geometry ended."""
+
+    EXHAUSTED = "exhausted"  # no counterexample outside the classes seen (or the geometry cannot be read)
+    UNDECIDED = "undecided"  # a query did not finish within the rlimit
+
+
+class NoRepair(Enum):
+    """Why no value of one input alone repairs a counterexample."""
+
+    PINNED = "pinned"  # no other value of it is admissible with the rest kept
+    UNDETERMINED = "undetermined"  # Z3 cannot tell, and none of the values swept repairs it
+
+
+@dataclass
+class _Search:
+    """One obligation's search, which every geometry reads and extends."""
+
+    obligation: Obligation
+    wrapped: Formula  # the obligation's claim with each view as a cover term
+    views: list[View]
+    result: MiningResult
+    started: float  # the whole run's start, for the progress lines
+    seen: list[tuple[bool, ...]] = field(default_factory=list)  # the classes found or blocked
+    undecided: int = 0  # geometries searched so far whose query went UNKNOWN
+    vectors: int = 0  # size vectors on the ladder
+
+    def elapsed(self) -> str:
+        return f"{time.perf_counter() - self.started:.0f} s"
+
+    def view_terms(self, encoding) -> list[z3.ExprRef]:
+        ctx = encoding.problem.context
+        return [arith.as_term(encoding.claim.covers[f"view:{i}"], ctx) for i in range(len(self.views))]
 
 
 class Miner:
@@ -291,6 +322,7 @@ class Miner:
         self.ladder = ladder
         self.progress = progress or (lambda _message: None)
         self.on_found = found or (lambda _number, _found, _views: None)  # each class as found, with its views
+        self.context = z3.Context()  # every term and query of the run is made in it
 
     def run(self) -> MiningResult:
         with in_effect(self.variant.name):
@@ -298,7 +330,7 @@ class Miner:
 
     def _run(self) -> MiningResult:
         started = time.perf_counter()
-        start_count = _rlimit_count()
+        start_count = _rlimit_count(self.context)
         first = self.obligations[0]
         result = MiningResult(self.theorem.name, self.variant.name, self.views[first.name])
         stops = []
@@ -308,7 +340,7 @@ class Miner:
                 break
         result.stop = "; ".join(s for s in stops if s)
         result.seconds = time.perf_counter() - started
-        result.rlimit = _rlimit_count() - start_count
+        result.rlimit = _rlimit_count(self.context) - start_count
         return result
 
     def _full(self, result: MiningResult) -> bool:
@@ -318,43 +350,44 @@ class Miner:
 
     def _mine(self, obligation: Obligation, result: MiningResult, started: float) -> str:
         views = self.views[obligation.name]
-        wrapped = _with_views(obligation.formula, views)
+        search = _Search(obligation, _with_views(obligation.formula, views), views, result, started)
         sizes = [v.name for v in obligation.variables if v.size]
-        seen: list[tuple[bool, ...]] = []
-        undecided_before = 0
         vectors = list(size_vectors(len(sizes), self.ladder))
+        search.vectors = len(vectors)
         for i, vector in enumerate(vectors, 1):
             fixed = dict(zip(sizes, vector, strict=True))
             self.progress(
                 f"{obligation.name}: geometry {i}/{len(vectors)} "
                 f"({', '.join(f'{k}={v}' for k, v in fixed.items() if v != 1) or 'every size 1'}), "
-                f"{len(result.found)} classes, {time.perf_counter() - started:.0f} s"
+                f"{len(result.found)} classes, {search.elapsed()}"
             )
-            answer = self._exhaust(obligation, wrapped, views, fixed, seen, result, undecided_before, started)
+            answer = self._exhaust(search, fixed, search.undecided)
             result.geometries += 1
-            if answer == "unknown":
+            if answer is Geometry.UNDECIDED:
                 result.undecided += 1
-                undecided_before += 1
+                search.undecided += 1
             if self._full(result):
                 result.complete = False
                 return f"stopped at --max {self.max_classes}: more classes may exist"
-            if len(seen) == 2 ** len(views):
+            if len(search.seen) == 2 ** len(views):
                 result.complete = True
-                return f"no new class exists: all {len(seen)} combinations of the views are realised"
-        return self._close(obligation, wrapped, views, seen, result, undecided_before, started, len(vectors))
+                return f"no new class exists: all {len(search.seen)} combinations of the views are realised"
+        return self._close(search)
 
-    def _exhaust(self, obligation, wrapped, views, fixed, seen, result, undecided_before, started) -> str:
-        """Every new class at one geometry; 'done' or 'unknown'."""
+    def _exhaust(self, search: _Search, fixed: dict, undecided_before: int) -> Geometry:
+        """Every new class at one geometry. `undecided_before`: the smaller
+        geometries that went UNKNOWN, which a class found here may hide behind."""
+        obligation, views, seen, result = search.obligation, search.views, search.seen, search.result
         try:
-            encoding = encode(wrapped, obligation.variables, self.variant, fixed=fixed)
+            encoding = encode(search.wrapped, obligation.variables, self.variant, self.context, fixed=fixed)
         except ZeroDivisionError:
-            return "done"  # the model divides by a size fixed to a value it cannot take
-        terms = [_term(encoding.claim.covers[f"view:{i}"]) for i in range(len(views))]
+            return Geometry.EXHAUSTED  # the model divides by a size fixed to a value it cannot take
+        terms = search.view_terms(encoding)
         while not self._full(result):
             asked = time.perf_counter()
             values = self._optimum(encoding, obligation, terms, seen)
-            if values in ("unsat", "unknown"):
-                return "done" if values == "unsat" else "unknown"
+            if isinstance(values, Geometry):
+                return values
             cls = tuple(bool(view.evaluate(self.variant, values)) for view in views)
             verdict = outcome(obligation.formula, self.variant, values)
             if verdict != FAILS or cls in seen:
@@ -391,19 +424,19 @@ class Miner:
                 )
             )
             self.on_found(len(result.found), result.found[-1], views)
-            self.progress(f"{obligation.name}: class {len(result.found)} found, {time.perf_counter() - started:.0f} s")
-        return "done"
+            self.progress(f"{obligation.name}: class {len(result.found)} found, {search.elapsed()}")
+        return Geometry.EXHAUSTED
 
-    def _optimum(self, encoding, obligation: Obligation, terms, seen) -> dict | str:
+    def _optimum(self, encoding, obligation: Obligation, terms, seen) -> dict | Geometry:
         """The lexicographically smallest counterexample outside `seen` at
-        this geometry, or 'unsat' / 'unknown'."""
+        this geometry; EXHAUSTED when there is none, UNDECIDED when Z3 cannot tell."""
         constraints = [
             *encoding.context.witness_definitions,
             *encoding.hypotheses.values(),
             z3.Not(encoding.goal),
-            *(z3.Not(z3.And(*(t == v for t, v in zip(terms, cls, strict=True)))) for cls in seen),
+            *(z3.Not(z3.And(*(t == v for t, v in zip(terms, cls, strict=True)), self.context)) for cls in seen),
         ]
-        optimize = z3.Optimize()
+        optimize = z3.Optimize(ctx=self.context)
         optimize.set("rlimit", self.rlimit)
         optimize.set("priority", "lex")
         optimize.add(*constraints)
@@ -416,11 +449,11 @@ class Miner:
             objectives.append((term, optimize.minimize(term)))
         answer = optimize.check()
         if answer != z3.sat:
-            return "unsat" if answer == z3.unsat else "unknown"
+            return Geometry.EXHAUSTED if answer == z3.unsat else Geometry.UNDECIDED
         # The optimum's objective values are reliable; the model Optimize
         # returns can disagree with them on 0/1 objectives, so the
         # counterexample is the model of every objective pinned to its value.
-        pinned = z3.Solver()
+        pinned = z3.Solver(ctx=self.context)
         pinned.set("rlimit", self.rlimit)
         pinned.add(*constraints)
         for term, handle in objectives:
@@ -432,18 +465,19 @@ class Miner:
             return encoding.values(optimize.model())
         return encoding.values(pinned.model())
 
-    def _close(self, obligation, wrapped, views, seen, result, undecided_before, started, vectors) -> str:
+    def _close(self, search: _Search) -> str:
         """The ladder is exhausted: is there a class outside it, for any sizes?"""
+        obligation, seen, result = search.obligation, search.seen, search.result
         self.progress(f"{obligation.name}: asking Z3 for a class outside the {len(seen)} found, any sizes")
-        encoding = encode(wrapped, obligation.variables, self.variant, rlimit=self.rlimit)
-        terms = [_term(encoding.claim.covers[f"view:{i}"]) for i in range(len(views))]
-        solver = z3.Solver()
+        encoding = encode(search.wrapped, obligation.variables, self.variant, self.context, rlimit=self.rlimit)
+        terms = search.view_terms(encoding)
+        solver = z3.Solver(ctx=self.context)
         solver.set("rlimit", self.rlimit)
         solver.add(*encoding.context.definitions, *encoding.hypotheses.values(), z3.Not(encoding.goal))
         for cls in seen:
-            solver.add(z3.Not(z3.And(*(t == v for t, v in zip(terms, cls, strict=True)))))
+            solver.add(z3.Not(z3.And(*(t == v for t, v in zip(terms, cls, strict=True)), self.context)))
         answer = solver.check()
-        ladder = f"{vectors} geometries with sizes up to {self.ladder} above 1"
+        ladder = f"{search.vectors} geometries with sizes up to {self.ladder} above 1"
         if answer == z3.unsat:
             result.complete = True
             return f"no new class exists: Z3 shows every counterexample, of any size, is in the {len(seen)} found"
@@ -451,9 +485,10 @@ class Miner:
             values = encoding.values(solver.model())
             sizes = {v.name: values[v.name] for v in obligation.variables if v.size}
             before = len(result.found)
-            self._exhaust(obligation, wrapped, views, sizes, seen, result, undecided_before + 1, started)
+            # Beyond the ladder: not shown minimal, as if a smaller geometry had gone UNKNOWN.
+            self._exhaust(search, sizes, search.undecided + 1)
             if len(result.found) > before and not self._full(result):
-                return self._close(obligation, wrapped, views, seen, result, undecided_before, started, vectors)
+                return self._close(search)
             result.complete = None
             return f"a class outside the {ladder} exists at sizes {sizes}; stopped there"
         result.complete = None
@@ -488,28 +523,32 @@ class Miner:
                 repair = self._repair(obligation, values, name, encoding)
             if repair is None:
                 explanation.free.append(name)
-            elif repair == "pinned":
+            elif repair is NoRepair.PINNED:
                 explanation.pinned.append(name)
-            elif repair == "unknown":
+            elif repair is NoRepair.UNDETERMINED:
                 explanation.undetermined.append(name)
             else:
                 explanation.matters[name] = repair
         return explanation
 
-    def _repair(self, obligation: Obligation, values: dict, name: str, encoding):
+    def _repair(self, obligation: Obligation, values: dict, name: str, encoding) -> int | NoRepair | None:
         """The admissible value of `name` nearest its own that makes the
         property hold with every other input kept; None if Z3 shows there is
-        none ('pinned' if no other value is even admissible); 'unknown' if Z3
-        cannot tell and none of the values swept does."""
+        none (PINNED if no other value is even admissible); UNDETERMINED if
+        Z3 cannot tell and none of the values swept does."""
         if encoding is None:
             fixed = {k: v for k, v in values.items() if k != name}
             try:
-                encoding = encode(obligation.formula, obligation.variables, self.variant, fixed=fixed)
+                encoding = encode(obligation.formula, obligation.variables, self.variant, self.context, fixed=fixed)
             except ZeroDivisionError:
                 return self._sweep(obligation, values, name)
-        pins = [encoding.inputs[k] == _term(v) for k, v in values.items() if k != name and k not in encoding.fixed]
+        pins = [
+            encoding.inputs[k] == arith.as_term(v, self.context)
+            for k, v in values.items()
+            if k != name and k not in encoding.fixed
+        ]
         x = encoding.inputs[name]
-        solver = z3.Optimize()
+        solver = z3.Optimize(ctx=self.context)
         solver.set("rlimit", EXPLAIN_RLIMIT)
         solver.add(*encoding.context.witness_definitions, *encoding.hypotheses.values(), encoding.goal, *pins)
         distance = x - values[name]
@@ -521,19 +560,19 @@ class Miner:
                 return value
             return self._sweep(obligation, values, name)
         if answer == z3.unsat:
-            other = z3.Solver()
+            other = z3.Solver(ctx=self.context)
             other.set("rlimit", EXPLAIN_RLIMIT)
             other.add(*encoding.context.witness_definitions, *encoding.hypotheses.values(), *pins)
-            return "pinned" if other.check(x != values[name]) == z3.unsat else None
+            return NoRepair.PINNED if other.check(x != values[name]) == z3.unsat else None
         return self._sweep(obligation, values, name)
 
-    def _sweep(self, obligation: Obligation, values: dict, name: str):
+    def _sweep(self, obligation: Obligation, values: dict, name: str) -> int | NoRepair:
         current = values[name]
         candidates = {*SWEEP, current - 1, current + 1, 2 * current, current // 2} - {current}
         for value in sorted(candidates, key=lambda v: (abs(v - current), v)):
             if outcome(obligation.formula, self.variant, {**values, name: value}) == HOLDS:
                 return value
-        return "unknown"
+        return NoRepair.UNDETERMINED
 
 
 def mine(theorem: str, variant: str, **options) -> MiningResult:

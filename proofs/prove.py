@@ -15,7 +15,7 @@ from proofs.cache import ProofCache
 from proofs.catalog import CATALOGUE
 from proofs.report.result import FORMAT as RESULT_FORMAT
 from proofs.runner import Entry, load_manifest, model_sources_hash, plan_runs, progress, reproduce_command, run_theorem
-from proofs.solver import shared_queries
+from proofs.solver import SolverOptions, shared_queries
 
 
 def run_catalogue(
@@ -108,7 +108,7 @@ def _run_theorem_variants(
             if entry is not None:
                 entries.append(entry)
                 continue
-            entry = run_theorem(CATALOGUE[theorem], variant, expected, rlimit, tier=tier, seed=seed)
+            entry = run_theorem(CATALOGUE[theorem], variant, expected, SolverOptions(rlimit=rlimit, seed=seed), tier)
             decided.append(variant)
             if entry.reused_queries and len(decided) > 1:
                 # Answered in part from the variants before it. Decided alone,

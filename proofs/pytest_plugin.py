@@ -99,14 +99,14 @@ class ProofItem(pytest.Item):
 
     def runtest(self) -> None:
         from proofs.runner import run_theorem
-        from proofs.solver import DEFAULT_RLIMIT
+        from proofs.solver import DEFAULT_RLIMIT, SolverOptions
 
         run = self.run
         # --gridproof-rlimit, else the manifest's budget for the theorem (where the manifest has one)
         rlimit = self.config.getoption("gridproof_rlimit") or getattr(run, "rlimit", None) or DEFAULT_RLIMIT
         # No per-case <properties>: pytest's default JUnit family (xunit2) has no room for them, and the
         # file must stay valid; `gridproof prove --report-dir` writes the richer junit.xml.
-        entry = run_theorem(run.theorem, run.variant, run.expected, rlimit, tier=run.tier)
+        entry = run_theorem(run.theorem, run.variant, run.expected, SolverOptions(rlimit=rlimit), run.tier)
         if not entry.ok:
             raise ProofFailure(entry)
 

@@ -7,8 +7,10 @@ import hashlib
 import sys
 import time
 import tomllib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+
+import z3
 
 from models.errors import GridproofError
 from models.variants import VARIANTS
@@ -23,8 +25,8 @@ from proofs.solver import (
     VACUOUS,
     Outcome,
     Query,
+    SolverOptions,
     decide,
-    fresh_context,
 )
 
 MANIFEST = Path(__file__).parent / "manifest.toml"
@@ -127,31 +129,27 @@ class Entry:
 
 
 def run_theorem(
-    theorem: Theorem,
-    variant_name: str,
-    expected: str,
-    rlimit: int = DEFAULT_RLIMIT,
-    tier: str = "ci",
-    seed: int | None = None,
+    theorem: Theorem, variant_name: str, expected: str, options: SolverOptions | None = None, tier: str = "ci"
 ) -> Entry:
-    with fresh_context(), in_effect(variant_name) as variant:
-        return _run_theorem(theorem, variant, expected, rlimit, tier, seed)
+    """One entry: every obligation of `theorem` for one variant, decided
+    under the run's `options` (budget and seed; the defaults when None), in
+    a Z3 context of the entry's own (solver.decide says why)."""
+    with in_effect(variant_name) as variant:
+        return _run_theorem(theorem, variant, expected, options or SolverOptions(), tier, z3.Context())
 
 
-def _run_theorem(theorem: Theorem, variant, expected: str, rlimit: int, tier: str, seed: int | None) -> Entry:
+def _run_theorem(theorem: Theorem, variant, expected: str, run: SolverOptions, tier: str, context: z3.Context) -> Entry:
     variant_name = variant.name
     started = time.perf_counter()
-    refute_first = expected == REFUTED
-    outcomes = [
-        (o, decide_obligation(o, variant, rlimit, refute_first=refute_first, seed=seed)) for o in theorem.obligations
-    ]
+    refuting = replace(run, refute_first=expected == REFUTED)
+    outcomes = [(o, decide_obligation(o, variant, refuting, context)) for o in theorem.obligations]
     verdict, reason, counterexample, used, unconfirmed = _combine(theorem, outcomes)
     spent = sum(out.rlimit for _, out in outcomes)
     found = None
     reused = sum(out.reused for _, out in outcomes)
     if verdict == UNKNOWN and theorem.trace_search is not None and any(o.verdict == REFUTED for _, o in outcomes):
         search = theorem.trace_search
-        found = decide_obligation(search, variant, rlimit, refute_first=True, seed=seed)
+        found = decide_obligation(search, variant, replace(run, refute_first=True), context)
         spent += found.rlimit
         reused += found.reused
         if found.verdict == REFUTED:
@@ -164,10 +162,8 @@ def _run_theorem(theorem: Theorem, variant, expected: str, rlimit: int, tier: st
     ablations = {}
     if verdict == PROVED:
         for hypothesis in theorem.ablate:
-            dropped = [
-                decide_obligation(o, variant, rlimit, drop=[hypothesis], refute_first=True, seed=seed)
-                for o in theorem.obligations
-            ]
+            ablation = replace(run, refute_first=True, drop=frozenset([hypothesis]))
+            dropped = [decide_obligation(o, variant, ablation, context) for o in theorem.obligations]
             ablations[hypothesis] = REFUTED if any(d.verdict == REFUTED for d in dropped) else dropped[0].verdict
             reused += sum(d.reused for d in dropped)
     return Entry(
@@ -179,12 +175,12 @@ def _run_theorem(theorem: Theorem, variant, expected: str, rlimit: int, tier: st
         seconds=round(time.perf_counter() - started, 3),
         hypotheses_used=used,
         hypotheses_unconfirmed=unconfirmed,
-        hypotheses=_hypothesis_names(theorem, variant, [out for _, out in outcomes]),
+        hypotheses=_hypothesis_names(theorem, variant, [out for _, out in outcomes], context),
         counterexample=counterexample,
         reason=reason,
         ablations=ablations,
         reused_queries=reused,
-        reproduce=reproduce_command(theorem.name, [variant_name], rlimit, seed),
+        reproduce=reproduce_command(theorem.name, [variant_name], run.rlimit, run.seed),
         subject=theorem.subject,
         statement=theorem.statement,
         tier=tier,
@@ -209,21 +205,13 @@ def reproduce_command(theorem: str, variants: list[str], rlimit: int, seed: int 
     return command + (f" --seed {seed}" if seed is not None else "")
 
 
-def decide_obligation(obligation: Obligation, variant, rlimit: int, **options) -> Outcome:
-    """`solver.decide` on an obligation, as its theorem says to decide it
-    (case split, lemma families, Z3 parameters, strategy); `options` are the
-    run's own (refute-first, seed, hypotheses dropped, naive encoding)."""
-    return decide(
-        obligation.formula,
-        obligation.variables,
-        variant,
-        rlimit,
-        case_split=obligation.case_split,
-        lemmas=obligation.lemmas,
-        solver_options=obligation.solver_options,
-        strategy=obligation.strategy,
-        **options,
-    )
+def decide_obligation(
+    obligation: Obligation, variant, run: SolverOptions, context: z3.Context | None = None
+) -> Outcome:
+    """`solver.decide` on an obligation under the run's options (budget,
+    seed, refute-first, hypotheses dropped), decided as its theorem says
+    (Obligation.options)."""
+    return decide(obligation.formula, obligation.variables, variant, obligation.options(run), context)
 
 
 def formula_location(formula) -> str:
@@ -269,7 +257,7 @@ def _combine(theorem: Theorem, outcomes: list) -> tuple[str, str, dict | None, l
     return UNKNOWN, "; ".join(unknown), None, [], []
 
 
-def _hypothesis_names(theorem: Theorem, variant, outcomes: list[Outcome]) -> list[str]:
+def _hypothesis_names(theorem: Theorem, variant, outcomes: list[Outcome], context: z3.Context) -> list[str]:
     """Every obligation's hypotheses in order: as its decision read them, or,
     when it built no symbolic claim (a probe refuted it first), read again."""
     from models import arith
@@ -280,7 +268,7 @@ def _hypothesis_names(theorem: Theorem, variant, outcomes: list[Outcome]) -> lis
         read = outcome.hypothesis_names
         if read is None:
             with arith.symbolic_context():
-                read = list(obligation.formula(variant, symbolic_inputs(obligation.variables)).hypotheses)
+                read = list(obligation.formula(variant, symbolic_inputs(obligation.variables, context)).hypotheses)
         names += [n for n in read if n not in names]
     return names
 

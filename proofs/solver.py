@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -21,6 +21,7 @@ import z3
 from models import arith
 from proofs import minimisation, queries, refutation
 from proofs.claims import Claim, Formula, Kind, Var, replay, symbolic_inputs
+from proofs.options import DEFAULT_RLIMIT, SolverOptions
 from proofs.queries import Answer, Query, QueryCache, shared_queries, standard_smt2
 
 
@@ -35,23 +36,28 @@ class Verdict(StrEnum):
 
 
 PROVED, REFUTED, UNKNOWN, VACUOUS, ERROR = Verdict
-DEFAULT_RLIMIT = 20_000_000
 
 SPURIOUS_RETRIES = 8  # inputs excluded after a counterexample that does not replay
 VACUITY_RLIMIT = 100_000  # the hypotheses' first consistency check, before any search
 
 
-# How a query is solved. "core": Z3's SMT core alone (SimpleSolver). "default":
+# How a query is solved, a solver made in the obligation's Z3 context.
+# "core": Z3's SMT core alone (SimpleSolver). "default":
 # Z3's Solver(), which picks a strategy by the query's logic; for these
 # nonlinear queries that strategy was measured slower on most obligations, its
 # answers varied from run to run (some of its steps are bounded by wall-clock
 # time), and more deletion queries ended unknown. No obligation uses it since
 # the SMT core decides them all without Groebner bases (below).
-STRATEGIES = {"core": z3.SimpleSolver, "default": z3.Solver}
+STRATEGIES = {
+    "core": lambda ctx: z3.SimpleSolver(ctx=ctx),
+    "default": lambda ctx: z3.Solver(ctx=ctx),
+}
 # "linear": the SMT core after Z3's equation solving and simplification, for
 # queries whose divisors are all constants (one deployment's hit law): linear,
 # and there 5 to 20 times cheaper than the core alone (proofs/hitlaw.py).
-STRATEGIES["linear"] = lambda: z3.Then("simplify", "propagate-values", "solve-eqs", "elim-uncnstr", "smt").solver()
+STRATEGIES["linear"] = lambda ctx: z3.Then(
+    "simplify", "propagate-values", "solve-eqs", "elim-uncnstr", "smt", ctx=ctx
+).solver()
 
 # Z3 parameters of every query (the SMT core's names; written into the
 # exported SMT-LIB with the "smt." prefix). Without the Groebner-basis step of
@@ -80,39 +86,25 @@ class Outcome:
         return self.queries[0].z3_options + self.queries[0].text if self.queries else ""
 
 
-@contextlib.contextmanager
-def fresh_context() -> Iterator[None]:
-    """Z3 terms built within the block live in a new main context, restored
-    after. Term ids order the solver's choices, so in a shared context an
-    obligation's cost and answers depend on what the process decided before
-    it; in its own, a result is reproduced by its command alone, whatever ran
-    before it. z3 keeps the main context in a module global."""
-    saved = z3.z3._main_ctx
-    z3.z3._main_ctx = None
-    try:
-        yield
-    finally:
-        z3.z3._main_ctx = saved
-
-
-def _resource_count(checked: z3.Solver | None = None) -> int:
-    """Z3's resource counter for this context. It grows with every check,
+def _resource_count(ctx: z3.Context, checked: z3.Solver | None = None) -> int:
+    """Z3's resource counter for the context `ctx`. It grows with every check,
     simplification and unsat-core minimisation, cumulatively across solvers.
     A solver's statistics read it as of its last check: `checked`, if it was
     the last thing Z3 did, or else a trivial fresh check (a millisecond)."""
     if checked is None:
-        checked = z3.Solver()
+        checked = z3.Solver(ctx=ctx)
         checked.check()
     return int(checked.statistics().get_key_value("rlimit count"))
 
 
 class _Budget:
-    """An obligation's rlimit: everything Z3 counted since it began."""
+    """An obligation's rlimit: everything Z3 counted in its context since it began."""
 
-    def __init__(self, rlimit: int, counted: bool = True) -> None:
+    def __init__(self, rlimit: int, ctx: z3.Context, counted: bool = True) -> None:
         """`counted` False: for a claim only read, never decided (no count to start from)."""
         self.limit = rlimit
-        self.start = _resource_count() if counted else 0
+        self.ctx = ctx
+        self.start = _resource_count(ctx) if counted else 0
         self.used = 0
 
     @property
@@ -121,53 +113,41 @@ class _Budget:
 
     def charge(self, checked: z3.Solver | None = None) -> None:
         """`checked`: the solver just checked, when nothing has run since."""
-        self.used = _resource_count(checked) - self.start
+        self.used = _resource_count(self.ctx, checked) - self.start
 
 
 def decide(
     formula: Formula,
     variables: Sequence[Var],
     variant,
-    rlimit: int = DEFAULT_RLIMIT,
-    drop: Sequence[str] = (),
-    refute_first: bool = False,
-    seed: int | None = None,
-    case_split: Sequence[str] = (),
-    naive: bool = False,
-    lemmas: bool = True,
-    solver_options: Sequence[tuple[str, object]] = (),
-    strategy: str = "core",
+    options: SolverOptions | None = None,
+    context: z3.Context | None = None,
 ) -> Outcome:
     """PROVED, REFUTED (replayed), UNKNOWN, VACUOUS or ERROR for one obligation.
 
-    `case_split` names Bool inputs to enumerate: each case substitutes its
-    values before encoding, so the model's branches on them vanish. PROVED
-    needs every case that the hypotheses admit to be PROVED. `naive` encodes
-    division with Z3's own div and mod, for the benchmark only. `lemmas`
-    False leaves the derived lemma families out (sound either way: they are
-    valid facts, and some goals close sooner without them). `solver_options`
-    are Z3 parameters set while it is decided, and written into the SMT-LIB
-    text. `strategy` names how each query is solved (STRATEGIES)."""
+    `options.case_split` names Bool inputs to enumerate: each case
+    substitutes its values before encoding, so the model's branches on them
+    vanish. PROVED needs every case that the hypotheses admit to be PROVED.
+    `options.lemmas` False leaves the derived lemma families out (sound
+    either way: they are valid facts, and some goals close sooner without
+    them).
+
+    Every term and solver is made in `context` (a new one when None). Term
+    ids order the solver's choices, so in a shared context an obligation's
+    cost and answers depend on what was decided in it before; the runner
+    gives each entry its own, and a result is reproduced by its command
+    alone, whatever else the process decided."""
     started = time.perf_counter()
-    budget = _Budget(rlimit)
+    options = options or SolverOptions()
+    context = z3.Context() if context is None else context
+    budget = _Budget(options.rlimit, context)
     problem = None
     try:
-        problem = _Problem(
-            formula,
-            tuple(variables),
-            variant,
-            frozenset(drop),
-            seed,
-            budget,
-            naive,
-            lemmas,
-            tuple(solver_options),
-            strategy,
-        )
-        if strategy not in STRATEGIES:
-            raise ValueError(f"unknown solver strategy {strategy!r} (known: {', '.join(STRATEGIES)})")
-        with _global_parameters(problem.solver_options):
-            outcome = problem.decide(tuple(case_split), refute_first)
+        problem = _Problem(formula, tuple(variables), variant, options, budget, context)
+        if options.strategy not in STRATEGIES:
+            raise ValueError(f"unknown solver strategy {options.strategy!r} (known: {', '.join(STRATEGIES)})")
+        with _global_parameters(options.z3_parameters):
+            outcome = problem.decide()
     except Exception as error:  # an encoding bug must surface as ERROR, never as a verdict
         outcome = Outcome(ERROR, reason=f"{type(error).__name__}: {error}")
     budget.charge()
@@ -184,26 +164,32 @@ def query_text(formula: Formula, variables: Sequence[Var], variant) -> str:
     goals, with Z3's let-names numbered in order. Every query a decision
     poses is a function of it (and of the procedure's code), so equal texts
     are decided alike."""
-    with fresh_context():
-        problem = _Problem(formula, tuple(variables), variant, frozenset(), None, _Budget(1, counted=False))
-        try:
-            encoding = _Encoding(problem, {})
-        except ZeroDivisionError as error:
-            return f"ZeroDivisionError: {error}"
-        query = encoding.solver(tracked=True, lemmas=False)
-        covers = [z3.Bool(f"cover:{name}") == _bool(c) for name, c in encoding.claim.covers.items()]
-        return QueryCache.key(query, [z3.Not(encoding.goal), *covers])
+    context = z3.Context()
+    problem = _Problem(formula, tuple(variables), variant, SolverOptions(), _Budget(1, context, counted=False), context)
+    try:
+        encoding = _Encoding(problem, {})
+    except ZeroDivisionError as error:
+        return f"ZeroDivisionError: {error}"
+    query = encoding.solver(tracked=True, lemmas=False)
+    covers = [z3.Bool(f"cover:{name}", context) == _bool(c, context) for name, c in encoding.claim.covers.items()]
+    return QueryCache.key(query, [z3.Not(encoding.goal), *covers])
 
 
 def encode(
-    formula: Formula, variables: Sequence[Var], variant, fixed: dict | None = None, rlimit: int = DEFAULT_RLIMIT
+    formula: Formula,
+    variables: Sequence[Var],
+    variant,
+    context: z3.Context,
+    fixed: dict | None = None,
+    rlimit: int = DEFAULT_RLIMIT,
 ):
-    """The claim read symbolically, some inputs fixed to values: `.claim`,
-    `.inputs` (Z3 terms or the fixed values), `.hypotheses`, `.goal` (with the
-    model's definedness obligations), `.solver(tracked)` (definitions and
-    hypotheses asserted, rlimit set), `.values(model)`. For tools that pose
-    their own queries (mining); verdicts come from `decide`."""
-    problem = _Problem(formula, tuple(variables), variant, frozenset(), None, _Budget(rlimit))
+    """The claim read symbolically in `context`, some inputs fixed to values:
+    `.claim`, `.inputs` (Z3 terms or the fixed values), `.hypotheses`,
+    `.goal` (with the model's definedness obligations), `.solver(tracked)`
+    (definitions and hypotheses asserted, rlimit set), `.values(model)`. For
+    tools that pose their own queries (mining); verdicts come from `decide`."""
+    budget = _Budget(rlimit, context)
+    problem = _Problem(formula, tuple(variables), variant, SolverOptions(rlimit=rlimit), budget, context)
     return _Encoding(problem, dict(fixed or {}))
 
 
@@ -213,9 +199,9 @@ class _Encoding:
     def __init__(self, problem: _Problem, fixed: dict) -> None:
         self.fixed = fixed
         self.free = [v for v in problem.variables if v.name not in fixed]
-        self.inputs = {**symbolic_inputs(self.free), **fixed}
+        self.inputs = {**symbolic_inputs(self.free, problem.context), **fixed}
         self.sizes = [self.inputs[v.name] for v in self.free if v.size]  # the size inputs left symbolic
-        with arith.symbolic_context(naive=problem.naive) as context:
+        with arith.symbolic_context(naive=problem.options.naive) as context:
             self.claim = problem.formula(problem.variant, dict(self.inputs))
         unknown = problem.drop - set(self.claim.hypotheses)
         if unknown:
@@ -223,8 +209,9 @@ class _Encoding:
         self.context = context
         if problem.hypothesis_names is None:
             problem.hypothesis_names = list(self.claim.hypotheses)
-        self.hypotheses = {n: _bool(h) for n, h in self.claim.hypotheses.items() if n not in problem.drop}
-        self.goal = z3.And(_bool(self.claim.goal), *context.obligations)
+        ctx = problem.context
+        self.hypotheses = {n: _bool(h, ctx) for n, h in self.claim.hypotheses.items() if n not in problem.drop}
+        self.goal = z3.And(_bool(self.claim.goal, ctx), *context.obligations)
         context.prune([self.goal, *self.hypotheses.values(), *self.claim.covers.values()])
         self.problem = problem
 
@@ -233,22 +220,22 @@ class _Encoding:
     ) -> z3.Solver:
         """Definitions and hypotheses (those named in `only`, or all) asserted,
         rlimit set; the lemma families as the problem says unless `lemmas`."""
-        budget = self.problem.budget
-        solver = STRATEGIES[self.problem.strategy]()
+        budget, options = self.problem.budget, self.problem.options
+        solver = STRATEGIES[options.strategy](self.problem.context)
         solver.rlimit_cap = max(min(budget.remaining, limit or budget.remaining), 1)
         solver.set("rlimit", solver.rlimit_cap)
         solver.set("core.minimize", True)
         for name, value in QUERY_PARAMETERS:
             solver.set(name, value)
-        if self.problem.seed is not None:
-            solver.set("random_seed", self.problem.seed)
-        lemmas = self.problem.lemmas if lemmas is None else lemmas
+        if options.seed is not None:
+            solver.set("random_seed", options.seed)
+        lemmas = options.lemmas if lemmas is None else lemmas
         _assert_all(solver, self.context.definitions if lemmas else self.context.witness_definitions)
         for name, h in self.hypotheses.items():
             if only is not None and name not in only:
                 continue
             if tracked:
-                solver.assert_and_track(h, z3.Bool(f"hyp:{name}"))
+                solver.assert_and_track(h, z3.Bool(f"hyp:{name}", self.problem.context))
             else:
                 solver.add(h)
         return solver
@@ -266,16 +253,20 @@ class _Problem:
     formula: Formula
     variables: tuple[Var, ...]
     variant: object
-    drop: frozenset
-    seed: int | None
+    options: SolverOptions
     budget: _Budget
-    naive: bool = False
-    lemmas: bool = True
-    solver_options: tuple[tuple[str, object], ...] = ()
-    strategy: str = "core"
+    context: z3.Context  # where every term and solver of this obligation is made
     reused: int = 0
     hypothesis_names: list[str] | None = None
     _encodings: dict = field(default_factory=dict)
+
+    @property
+    def drop(self) -> frozenset[str]:
+        return frozenset(self.options.drop)
+
+    @property
+    def seed(self) -> int | None:
+        return self.options.seed
 
     def encoding(self, fixed: dict) -> _Encoding:
         """The claim read with the `fixed` inputs, built once per problem: the
@@ -301,7 +292,8 @@ class _Problem:
         if cache is not None:
             # The same text under another strategy, parameters or seed might
             # be decided where this one was not.
-            key = f"{self.strategy} {self.solver_options} {self.seed}\n{QueryCache.key(solver, extra, smt2)}"
+            options = self.options
+            key = f"{options.strategy} {options.z3_parameters} {options.seed}\n{QueryCache.key(solver, extra, smt2)}"
             found = cache.lookup(key, solver.rlimit_cap)
             if found is not None:
                 self.reused += 1
@@ -314,7 +306,8 @@ class _Problem:
             cache.store(key, result, solver.rlimit_cap, answer.reason, answer.cost)
         return answer
 
-    def decide(self, case_split: tuple[str, ...], refute_first: bool) -> Outcome:
+    def decide(self) -> Outcome:
+        case_split, refute_first = tuple(self.options.case_split), self.options.refute_first
         booleans = {v.name for v in self.variables if v.kind is Kind.BOOL}
         unknown = [n for n in case_split if n not in booleans]
         if unknown:
@@ -384,7 +377,7 @@ class _Problem:
             return self._excluded(case, encoding, false, f"hypotheses false{where}: {', '.join(false)}")
         answer = z3.sat
         smallest, larger = refutation.SIZE_LADDER[:1], refutation.SIZE_LADDER[1:]
-        found = self._pinned_model(encoding, z3.BoolVal(True))
+        found = self._pinned_model(encoding, z3.BoolVal(True, self.context))
         found = found or refutation.search(self, case, _anything, rungs=smallest)
         if not found:
             answer = self.check(encoding.solver(tracked=False, limit=VACUITY_RLIMIT, lemmas=False)).result
@@ -394,7 +387,7 @@ class _Problem:
                 if answer == z3.unknown:
                     return Outcome(UNKNOWN, reason=f"hypotheses alone: {alone.reason}")
         if answer == z3.unsat:
-            core, _ = minimisation.minimal_hypotheses(self, encoding, z3.BoolVal(True))
+            core, _ = minimisation.minimal_hypotheses(self, encoding, z3.BoolVal(True, self.context))
             return self._excluded(case, encoding, core, f"the hypotheses contradict each other: {', '.join(core)}")
         # Untracked: naming hypotheses for an unsat core blocks the solver's
         # equality solving, and measured slower by orders of magnitude here.
@@ -486,22 +479,23 @@ class _Problem:
     def _z3_options(self) -> str:
         options = [
             *((f"smt.{name}", value) for name, value in QUERY_PARAMETERS),
-            *self.solver_options,
+            *self.options.z3_parameters,
             *((("smt.random_seed", self.seed),) if self.seed is not None else ()),
             # What the SMT core alone (SimpleSolver) does; Z3's default for the logic differs.
-            *((("tactic.default_tactic", "smt"),) if self.strategy == "core" else ()),
+            *((("tactic.default_tactic", "smt"),) if self.options.strategy == "core" else ()),
         ]
         return "".join(f"(set-option :{name} {_smt2_value(value)})\n" for name, value in options)
 
     def _check_covers(self) -> Outcome | None:
         encoding = self.encoding({})
         for name in encoding.claim.covers:
-            if self._pinned_model(encoding, _bool(encoding.claim.covers[name])):
+            cover = _bool(encoding.claim.covers[name], self.context)
+            if self._pinned_model(encoding, cover):
                 continue
-            if refutation.search(self, {}, lambda e, name=name: _bool(e.claim.covers[name])) is not None:
+            if refutation.search(self, {}, lambda e, name=name: _bool(e.claim.covers[name], self.context)) is not None:
                 continue
             reach = encoding.solver(tracked=False)
-            answer = self.check(reach, _bool(encoding.claim.covers[name]))
+            answer = self.check(reach, cover)
             if answer.result == z3.unsat:
                 return Outcome(VACUOUS, reason=f"cover goal {name!r} is unreachable")
             if answer.result == z3.unknown:
@@ -573,7 +567,7 @@ def _case_label(case: dict) -> str:
 
 
 def _anything(encoding: _Encoding) -> z3.BoolRef:
-    return z3.BoolVal(True)
+    return z3.BoolVal(True, encoding.problem.context)
 
 
 def _assert_all(solver: z3.Solver, formulas: Sequence[z3.BoolRef]) -> None:
@@ -585,8 +579,8 @@ def _assert_all(solver: z3.Solver, formulas: Sequence[z3.BoolRef]) -> None:
         z3.Z3_solver_assert(context, solver.solver, formula.as_ast())
 
 
-def _bool(x) -> z3.BoolRef:
-    return x if isinstance(x, z3.ExprRef) else z3.BoolVal(bool(x))
+def _bool(x, ctx: z3.Context) -> z3.BoolRef:
+    return x if isinstance(x, z3.ExprRef) else z3.BoolVal(bool(x), ctx)
 
 
 # The solver's public surface; the query records live in proofs/queries.py.
@@ -605,11 +599,11 @@ __all__ = [
     "Outcome",
     "Query",
     "QueryCache",
+    "SolverOptions",
     "Var",
     "Verdict",
     "decide",
     "encode",
-    "fresh_context",
     "query_text",
     "replay",
     "shared_queries",

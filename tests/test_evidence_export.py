@@ -99,8 +99,9 @@ def test_each_lemma_family_is_valid_and_its_check_would_notice_a_false_lemma(mon
     real = arith.SymbolicContext.definitions
 
     def with_a_false_lemma(context):
-        a, b, d = z3.Ints("a b d")
-        return [*real.fget(context), z3.Implies(z3.And(d > 0, a < b), a * d + 2 * d <= b * d)]
+        definitions = real.fget(context)
+        a, b, d = z3.Ints("a b d", definitions[0].ctx)  # in the context the pattern was read in
+        return [*definitions, z3.Implies(z3.And(d > 0, a < b), a * d + 2 * d <= b * d)]
 
     monkeypatch.setattr(arith.SymbolicContext, "definitions", property(with_a_false_lemma))
     assert answer_z3(validity_queries()["multiplication-monotone"]) == "sat"

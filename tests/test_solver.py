@@ -13,9 +13,9 @@ from proofs.solver import (
     Claim,
     Kind,
     QueryCache,
+    SolverOptions,
     Var,
     decide,
-    fresh_context,
     replay,
     shared_queries,
 )
@@ -150,7 +150,7 @@ def test_a_case_that_falsifies_a_hypothesis_is_excluded_and_named():
     def formula(variant, x):
         return Claim(hypotheses={"flag off": arith.negate(x["flag"])}, goal=arith.implies(x["flag"], x["b"] == 42))
 
-    outcome = decide(formula, (B, flag), None, case_split=("flag",))
+    outcome = decide(formula, (B, flag), None, SolverOptions(case_split=("flag",)))
     assert outcome.verdict == PROVED
     # The case flag=True is proved by the hypothesis that excludes it, and
     # without it b = 0 would fail there.
@@ -170,7 +170,7 @@ def test_a_hypothesis_that_excludes_a_case_is_used_though_true_outright_in_the_o
             goal=arith.ite(x["flag"], x["a"] >= 1, x["a"] >= 5),
         )
 
-    outcome = decide(formula, (A, flag), None, case_split=("flag",))
+    outcome = decide(formula, (A, flag), None, SolverOptions(case_split=("flag",)))
     assert outcome.verdict == PROVED
     assert outcome.hypotheses_used == ["a positive", "flag on"]
     assert outcome.hypotheses_unconfirmed == []
@@ -187,7 +187,7 @@ def test_a_hypothesis_left_unconfirmed_in_one_case_is_not_confirmed_by_the_next(
     monkeypatch.setattr(minimisation, "CORE_RLIMIT", 1)
     monkeypatch.setattr(minimisation, "CORE_MIN_RLIMIT", 1)
     monkeypatch.setattr(minimisation, "PINNED_RANGES", ())
-    outcome = decide(formula, (A, flag), None, case_split=("flag",))
+    outcome = decide(formula, (A, flag), None, SolverOptions(case_split=("flag",)))
     assert outcome.verdict == PROVED
     assert outcome.hypotheses_used == ["a positive"]
     assert outcome.hypotheses_unconfirmed == ["a positive"]
@@ -238,7 +238,7 @@ def test_exhausted_budget_is_unknown_and_never_ok():
             goal=x["x"] * x["x"] * x["x"] + x["y"] * x["y"] * x["y"] != 1729 * 1000003,
         )
 
-    outcome = decide(formula, (x_var, y_var), None, rlimit=1_000)
+    outcome = decide(formula, (x_var, y_var), None, SolverOptions(rlimit=1_000))
     assert outcome.verdict == UNKNOWN
     entry = Entry("t", "v", UNKNOWN, UNKNOWN, outcome.rlimit, outcome.seconds)
     assert not entry.ok  # even when the manifest expected it
@@ -250,7 +250,7 @@ def test_case_split_needs_every_admitted_case():
     def formula(variant, x):
         return Claim(hypotheses={"a positive": x["a"] >= 1}, goal=arith.ite(x["flag"], x["a"] >= 1, x["a"] >= 2))
 
-    outcome = decide(formula, (A, flag), None, case_split=("flag",))
+    outcome = decide(formula, (A, flag), None, SolverOptions(case_split=("flag",)))
     assert outcome.verdict == REFUTED
     assert outcome.counterexample == {"a": 1, "flag": False}
 
@@ -267,8 +267,10 @@ def test_refute_first_searches_the_whole_obligation_before_proving_any_case():
             goal=arith.ite(x["flag"], x["x"] < 5, cubes),
         )
 
-    assert decide(formula, (x_var, y_var, flag), None, rlimit=1_000, case_split=("flag",)).verdict == UNKNOWN
-    outcome = decide(formula, (x_var, y_var, flag), None, rlimit=1_000, case_split=("flag",), refute_first=True)
+    budgeted = SolverOptions(rlimit=1_000, case_split=("flag",))
+    assert decide(formula, (x_var, y_var, flag), None, budgeted).verdict == UNKNOWN
+    refuting = SolverOptions(rlimit=1_000, case_split=("flag",), refute_first=True)
+    outcome = decide(formula, (x_var, y_var, flag), None, refuting)
     assert outcome.verdict == REFUTED
     assert outcome.counterexample["flag"] is True and outcome.counterexample["x"] == 5
 
@@ -286,7 +288,7 @@ def test_refute_first_tries_the_small_rungs_of_every_case_before_the_large_ones(
         )
         return Claim(hypotheses={"a positive": x["a"] >= 1}, goal=arith.negate(fails))
 
-    outcome = decide(formula, (A, B, flag), None, case_split=("flag",), refute_first=True)
+    outcome = decide(formula, (A, B, flag), None, SolverOptions(case_split=("flag",), refute_first=True))
     assert outcome.verdict == REFUTED
     assert outcome.counterexample == {"a": 1, "b": 999, "flag": True}
 
@@ -297,12 +299,12 @@ def test_solver_options_hold_for_one_obligation_and_reach_the_smt2():
     def formula(variant, x):
         return Claim(hypotheses={"a positive": x["a"] >= 1}, goal=x["a"] > 0)
 
-    outcome = decide(formula, (A,), None, solver_options=(("sat.euf", True),))
+    outcome = decide(formula, (A,), None, SolverOptions(z3_parameters=(("sat.euf", True),)))
     assert outcome.verdict == PROVED
     # The parameters of every query first, then the obligation's own.
     assert outcome.smt2.startswith("(set-option :smt.arith.nl.grobner false)\n(set-option :sat.euf true)\n")
     assert z3.get_param("sat.euf") == "false"  # restored
-    wrong = decide(formula, (A,), None, solver_options=(("sat.no_such_parameter", True),))
+    wrong = decide(formula, (A,), None, SolverOptions(z3_parameters=(("sat.no_such_parameter", True),)))
     assert wrong.verdict == ERROR and "unknown Z3 parameter 'sat.no_such_parameter'" in wrong.reason
 
 
@@ -368,36 +370,66 @@ def test_the_query_cache_keeps_unsat_and_unknown_under_its_budget_only():
 def test_cache_keys_ignore_z3s_let_names_but_not_the_terms():
     import z3
 
-    def solver_for(bound, unrelated_terms=0):
-        _ = [z3.Int(f"u{i}") * z3.Int(f"v{i}") > i for i in range(unrelated_terms)]  # shift the term ids
-        x, y = z3.Ints("x y")
+    def solver_for(bound, ctx, unrelated_terms=0):
+        _ = [z3.Int(f"u{i}", ctx) * z3.Int(f"v{i}", ctx) > i for i in range(unrelated_terms)]  # shift the term ids
+        x, y = z3.Ints("x y", ctx)
         shared = z3.And(x * y > bound, x + y < 2 * bound)
-        s = z3.Solver()
+        s = z3.Solver(ctx=ctx)
         s.add(z3.Or(shared, x > 0), z3.Implies(shared, y > 1))
         return s
 
-    with fresh_context():
-        first = solver_for(3)
-        key, text = QueryCache.key(first, []), first.to_smt2()
-    with fresh_context():
-        shifted = solver_for(3, unrelated_terms=30)
-        assert shifted.to_smt2() != text  # Z3 names a shared subterm by its id
-        assert QueryCache.key(shifted, []) == key
-        assert QueryCache.key(solver_for(4), []) != key
+    first = solver_for(3, z3.Context())
+    key, text = QueryCache.key(first, []), first.to_smt2()
+    shifted_context = z3.Context()
+    shifted = solver_for(3, shifted_context, unrelated_terms=30)
+    assert shifted.to_smt2() != text  # Z3 names a shared subterm by its id
+    assert QueryCache.key(shifted, []) == key
+    assert QueryCache.key(solver_for(4, shifted_context), []) != key
 
 
-def test_each_theorem_run_is_decided_in_a_fresh_z3_context():
+def test_each_theorem_run_is_decided_in_a_z3_context_of_its_own():
     import z3
 
     from proofs.catalog import CATALOGUE
     from proofs.runner import run_theorem
 
-    before = z3.main_ctx()
     first = run_theorem(CATALOGUE["split-bounds"], "pr457", PROVED)
     run_theorem(CATALOGUE["config-page-covers-state"], "baseline", PROVED)
+    # Terms made in z3's main context in between shift no term id of a run.
+    _ = [z3.Int(f"u{i}") * z3.Int(f"v{i}") > i for i in range(30)]
     again = run_theorem(CATALOGUE["split-bounds"], "pr457", PROVED)
     assert (again.rlimit, again.hypotheses_used) == (first.rlimit, first.hypotheses_used)
-    assert z3.main_ctx() is before
+
+
+def test_nothing_is_made_in_z3s_main_context(monkeypatch):
+    """Every term and solver of a decision, a cache key's reading and a
+    mining run lives in a context passed explicitly: none falls back on z3's
+    process-wide main context, where it would meet the terms of whatever ran
+    before (or fail to mix with the run's own)."""
+    import z3
+
+    from models.variants import get_variant
+    from proofs.catalog import CATALOGUE
+    from proofs.mining import Miner
+    from proofs.runner import run_theorem
+    from proofs.solver import query_text
+
+    def no_main_context():
+        raise AssertionError("a term or solver was made in z3's main context")
+
+    monkeypatch.setattr(z3.z3, "main_ctx", no_main_context)
+    with shared_queries():
+        for theorem, variant, expected in (
+            ("split-bounds", "pr457", PROVED),
+            ("prefill-state-slot", "mutant:slot-off-by-one", REFUTED),
+            ("config-explicit-cadence-kept", "baseline", REFUTED),
+        ):
+            entry = run_theorem(CATALOGUE[theorem], variant, expected)
+            assert entry.verdict == expected, entry.reason
+    obligation = CATALOGUE["split-bounds"].obligations[0]
+    assert "(declare-fun" in query_text(obligation.formula, obligation.variables, get_variant("pr457"))
+    mined = Miner("config-explicit-cadence-kept", "baseline", max_classes=1, ladder=0).run()
+    assert mined.found and not mined.problems
 
 
 def test_the_strategy_names_how_z3_solves_and_reaches_the_smt2():
@@ -405,14 +437,14 @@ def test_the_strategy_names_how_z3_solves_and_reaches_the_smt2():
         return Claim(hypotheses={"a positive": x["a"] >= 1}, goal=x["a"] * x["a"] > 0)
 
     core = decide(formula, (A,), None)
-    default = decide(formula, (A,), None, strategy="default")
+    default = decide(formula, (A,), None, SolverOptions(strategy="default"))
     assert core.verdict == default.verdict == PROVED
     # The SMT core alone is a Z3 option, kept out of the standard text other solvers read.
     assert "(set-option :tactic.default_tactic smt)" in core.queries[0].z3_options
     assert "tactic" not in default.queries[0].z3_options
     assert core.queries[0].text.startswith("(set-info :smt-lib-version 2.6)\n(set-logic QF_NIA)\n")
     assert core.queries[0].text.endswith("(check-sat)\n(exit)\n") and "set-option" not in core.queries[0].text
-    wrong = decide(formula, (A,), None, strategy="fastest")
+    wrong = decide(formula, (A,), None, SolverOptions(strategy="fastest"))
     assert wrong.verdict == ERROR and "unknown solver strategy 'fastest'" in wrong.reason
 
 
@@ -470,3 +502,23 @@ def test_a_refutation_outside_the_cone_of_influence_is_solved_again_with_every_h
     assert outcome.verdict == REFUTED, outcome.reason
     assert outcome.counterexample["b"] == 1_000_003 and outcome.counterexample["a"] >= 5
     assert "(= b 1000003)" in outcome.smt2  # the exported query is the one that found it
+
+
+def test_an_obligation_adds_its_own_way_of_deciding_to_the_runs_options():
+    from proofs.catalog.base import Obligation
+
+    obligation = Obligation(
+        "o", (A,), None, case_split=("flag",), lemmas=False, solver_options=(("sat.euf", True),), strategy="linear"
+    )
+    run = SolverOptions(rlimit=123, seed=7, refute_first=True, drop=frozenset({"h"}), naive=True)
+    assert obligation.options(run) == SolverOptions(
+        rlimit=123,
+        seed=7,
+        refute_first=True,
+        drop=frozenset({"h"}),
+        case_split=("flag",),
+        lemmas=False,
+        z3_parameters=(("sat.euf", True),),
+        strategy="linear",
+        naive=True,
+    )

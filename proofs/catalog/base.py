@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from models import arith
 from models.geometry import DRAFT, RECURRENT, TARGET, CacheGroup
 from models.plan import group_grid
 from models.scheduler import SplitCall, SplitParams
-from proofs.solver import Formula, Kind, Var
+from proofs.solver import Formula, Kind, SolverOptions, Var
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,17 @@ class Obligation:
     # which core suits a query is measured per obligation, not global.
     solver_options: tuple[tuple[str, object], ...] = ()
     strategy: str = "core"  # how Z3 solves its queries (proofs.solver.STRATEGIES)
+
+    def options(self, run: SolverOptions) -> SolverOptions:
+        """The run's options (budget, seed, refute-first, hypotheses dropped)
+        with this obligation's own way of being decided."""
+        return replace(
+            run,
+            case_split=self.case_split,
+            lemmas=self.lemmas,
+            z3_parameters=self.solver_options,
+            strategy=self.strategy,
+        )
 
 
 @dataclass(frozen=True)

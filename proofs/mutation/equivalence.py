@@ -21,7 +21,6 @@ from models import arith
 from proofs.mutation.operators import size_kind
 from proofs.mutation.patch import Patch, compile_patched, live_function
 from proofs.mutation.reach import BoolLeaf, Call, Fixed, IntLeaf, Record, Sequence_
-from proofs.solver import fresh_context
 
 EQUIVALENCE_RLIMIT = 5_000_000
 
@@ -51,11 +50,12 @@ def check(patch: Patch, calls: list[Call], rlimit: int = EQUIVALENCE_RLIMIT) -> 
 def _check_call(original, mutant, call: Call, rlimit: int) -> Equivalence:
     read_as = dict(call.arguments).get("variant")
     where = f"for {read_as.value.name if isinstance(read_as, Fixed) else call.variant.name}"
-    with fresh_context(), arith.symbolic_context() as context:
+    ctx = z3.Context()
+    with arith.symbolic_context() as context:
         read = None
         for generalised in (True, False):
             leaves: dict[str, z3.ExprRef] = {}
-            arguments = {name: _instantiate(s, name, leaves, generalised) for name, s in call.arguments}
+            arguments = {name: _instantiate(s, name, leaves, generalised, ctx) for name, s in call.arguments}
             start = len(context.obligations)
             try:
                 expected = original(**arguments)
@@ -71,18 +71,18 @@ def _check_call(original, mutant, call: Call, rlimit: int) -> Equivalence:
         if read is None:
             return Equivalence(UNDECIDED, f"{where}: the original cannot be read with Z3 terms")
         leaves, arguments, expected, got, domain, mutant_domain = read
-        difference = _differs(expected, got)
+        difference = _differs(expected, got, ctx)
         if difference is True:
             return Equivalence(
                 DIFFERS, f"{where}: the result's shape differs ({_describe(expected)} -> {_describe(got)})"
             )
         if difference is False and not mutant_domain:
             return Equivalence(EQUIVALENT)
-        solver = z3.SimpleSolver()
+        solver = z3.SimpleSolver(ctx=ctx)
         solver.set("rlimit", rlimit)
         solver.add(*context.definitions, *domain)
         solver.add(*(leaf >= 0 for leaf in leaves.values() if z3.is_int(leaf)))
-        solver.add(z3.Or(_term(difference), z3.Not(z3.And(*mutant_domain))))
+        solver.add(z3.Or(_term(difference, ctx), z3.Not(z3.And(*mutant_domain, ctx))))
         answer = solver.check()
         if answer == z3.unsat:
             return Equivalence(EQUIVALENT)
@@ -131,17 +131,17 @@ def _is_size(path: str) -> bool:
     return size_kind(name) is not None
 
 
-def _instantiate(s: object, path: str, leaves: dict, generalised: bool):
+def _instantiate(s: object, path: str, leaves: dict, generalised: bool, ctx: z3.Context):
     if isinstance(s, IntLeaf) or (generalised and isinstance(s, Fixed) and type(s.value) is int):
-        leaves[path] = z3.Int(path)
+        leaves[path] = z3.Int(path, ctx)
         return leaves[path]
     if isinstance(s, BoolLeaf) or (generalised and isinstance(s, Fixed) and type(s.value) is bool):
-        leaves[path] = z3.Bool(path)
+        leaves[path] = z3.Bool(path, ctx)
         return leaves[path]
     if isinstance(s, Record):
-        return s.cls(**{name: _instantiate(f, f"{path}.{name}", leaves, generalised) for name, f in s.fields})
+        return s.cls(**{name: _instantiate(f, f"{path}.{name}", leaves, generalised, ctx) for name, f in s.fields})
     if isinstance(s, Sequence_):
-        return s.cls(_instantiate(item, f"{path}[{i}]", leaves, generalised) for i, item in enumerate(s.items))
+        return s.cls(_instantiate(item, f"{path}[{i}]", leaves, generalised, ctx) for i, item in enumerate(s.items))
     assert isinstance(s, Fixed)
     return s.value
 
@@ -158,29 +158,29 @@ def _concrete(s: object, path: str, values: dict):
     return s.value
 
 
-def _differs(a: object, b: object):
+def _differs(a: object, b: object, ctx: z3.Context):
     """A Z3 Bool (or Python bool) that holds where `a` and `b` differ; True
     when their shapes differ whatever the inputs."""
     scalar = (z3.ExprRef, int, bool)
     if isinstance(a, scalar) and isinstance(b, scalar):
         if not isinstance(a, z3.ExprRef) and not isinstance(b, z3.ExprRef):
             return a != b
-        ta, tb = _term(a), _term(b)
+        ta, tb = _term(a, ctx), _term(b, ctx)
         if ta.sort() != tb.sort():
             return True
         return z3.simplify(ta != tb)
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
         if len(a) != len(b):
             return True
-        return _any(_differs(x, y) for x, y in zip(a, b, strict=True))
+        return _any((_differs(x, y, ctx) for x, y in zip(a, b, strict=True)), ctx)
     if dataclasses.is_dataclass(a) and type(a) is type(b):
-        return _any(_differs(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a))
+        return _any((_differs(getattr(a, f.name), getattr(b, f.name), ctx) for f in dataclasses.fields(a)), ctx)
     if type(a) is not type(b):
         return True
     return a != b
 
 
-def _any(parts) -> object:
+def _any(parts, ctx: z3.Context) -> object:
     terms = []
     for part in parts:
         if part is True:
@@ -190,10 +190,8 @@ def _any(parts) -> object:
     return z3.Or(*terms) if terms else False
 
 
-def _term(x: object) -> z3.ExprRef:
-    if isinstance(x, z3.ExprRef):
-        return x
-    return z3.BoolVal(x) if isinstance(x, bool) else z3.IntVal(x)
+def _term(x: object, ctx: z3.Context) -> z3.ExprRef:
+    return arith.as_term(x, ctx)
 
 
 def _describe(value: object) -> str:

@@ -23,7 +23,7 @@ from models import arith
 from models.variants import VARIANTS, Variant
 from proofs.catalog import CATALOGUE
 from proofs.mutation.patch import live_function
-from proofs.solver import Kind, fresh_context, symbolic_inputs
+from proofs.solver import Kind, symbolic_inputs
 
 SHAPES_PER_VARIANT = 3  # distinct argument shapes kept per function and variant
 CONCRETE_PROBES = 4  # concrete inputs each claim is also read with
@@ -139,8 +139,8 @@ inspect_varargs, inspect_varkeywords = 0x04, 0x08  # CO_VARARGS, CO_VARKEYWORDS
 
 def _read(obligation, variant: Variant) -> None:
     """The obligation's claim read symbolically, then with a few concrete inputs."""
-    with fresh_context(), arith.symbolic_context():
-        obligation.formula(variant, symbolic_inputs(obligation.variables))
+    with arith.symbolic_context():
+        obligation.formula(variant, symbolic_inputs(obligation.variables, z3.Context()))
     rng = random.Random(0)
     for probe in range(CONCRETE_PROBES):
         values = {

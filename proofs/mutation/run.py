@@ -26,7 +26,7 @@ from proofs.mutation.operators import Mutant
 from proofs.mutation.patch import applied
 from proofs.mutation.reach import Call, Reach, capture, key
 from proofs.runner import Run, load_manifest, plan_runs, run_theorem
-from proofs.solver import shared_queries
+from proofs.solver import SolverOptions, shared_queries
 
 KILLED, EQUIVALENT, GAP = "killed", "equivalent", "gap"
 DEFAULT_TIMEOUT = 600  # seconds per mutant: the whole catalogue takes about 15 s in one process
@@ -152,7 +152,8 @@ def decide_mutant(mutant: Mutant, runs: list[Run], calls: list[Call]) -> Result:
                 result.theorems_run += 1
                 try:
                     with shared_queries():
-                        entry = run_theorem(run.theorem, run.variant, run.expected, run.rlimit, tier=run.tier)
+                        options = SolverOptions(rlimit=run.rlimit)
+                        entry = run_theorem(run.theorem, run.variant, run.expected, options, run.tier)
                 except Exception as error:  # `prove` would stop with this error: a failure reported
                     result.status = KILLED
                     result.killed_by.append(f"{run.theorem.name} / {run.variant}: the run raised {error!r}")

@@ -15,11 +15,13 @@ import argparse
 import sys
 from pathlib import Path
 
+import z3
+
 from models import arith
 from proofs.catalog import CATALOGUE, Theorem
 from proofs.mutation.handwritten import in_effect
 from proofs.runner import Expectation, load_manifest
-from proofs.solver import fresh_context, symbolic_inputs
+from proofs.solver import symbolic_inputs
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "catalogue.md"
 
@@ -32,8 +34,8 @@ def hypothesis_names(theorem: Theorem, variants: list[str]) -> list[tuple[str, l
     for obligation in theorem.obligations:
         names: list[str] = []
         for variant in variants:
-            with fresh_context(), arith.symbolic_context(), in_effect(variant) as resolved:
-                claim = obligation.formula(resolved, symbolic_inputs(obligation.variables))
+            with arith.symbolic_context(), in_effect(variant) as resolved:
+                claim = obligation.formula(resolved, symbolic_inputs(obligation.variables, z3.Context()))
             names += [n for n in claim.hypotheses if n not in names]
         named.append((obligation.name, names))
     return named

@@ -54,7 +54,8 @@ def equivalence(subject: Subject, left, right=None, rlimit: int = PATH_RLIMIT) -
 
 
 def _decide(subject: Subject, left, right, rlimit: int) -> Verdict:
-    x = symbolic_inputs(subject.variables)
+    # The symbolic executor builds its terms in z3's main context (proofs/source/proxy.py).
+    x = symbolic_inputs(subject.variables, z3.main_ctx())
     with arith.symbolic_context() as context, reading.capture() as built:
         hypotheses = subject.domain(x)
         with exploring_under(hypotheses.values()):

@@ -54,7 +54,7 @@ def _main(name: str):
 
 def _prove(name: str, functions, rlimit: int) -> Verdict:
     obligation = _main(name)
-    x = symbolic_inputs(obligation.variables)
+    x = symbolic_inputs(obligation.variables, z3.main_ctx())  # where the symbolic executor builds its terms
     result = z3.Int("_shipped_split")
     with arith.symbolic_context() as context, reading.capture() as built:
         with reading_split(lambda p, call: result):

@@ -1,0 +1,27 @@
+"""How one obligation is decided, as one record: the run's choices (budget,
+seed, refute first, hypotheses dropped) and the obligation's own (case split,
+lemma families, Z3 parameters, strategy). The command line builds the run's
+part once; the runner adds each obligation's (`Obligation.options`) and
+`solver.decide` reads the whole."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_RLIMIT = 20_000_000
+
+
+@dataclass(frozen=True)
+class SolverOptions:
+    rlimit: int = DEFAULT_RLIMIT  # Z3's resource budget for the whole obligation
+    seed: int | None = None  # Z3's random seed for every query; None: Z3's own
+    # Try the cheap refuters first, on the obligation whole (the manifest expects REFUTED).
+    refute_first: bool = False
+    drop: frozenset[str] = frozenset()  # hypotheses left out (ablations)
+    case_split: tuple[str, ...] = ()  # Bool inputs decided case by case
+    lemmas: bool = True  # the derived lemma families (models/arith.py) beside the witnesses
+    # Z3 parameters set while the obligation is decided, as (name, value),
+    # and written into its exported SMT-LIB.
+    z3_parameters: tuple[tuple[str, object], ...] = ()
+    strategy: str = "core"  # how Z3 solves each query (proofs.solver.STRATEGIES)
+    naive: bool = False  # Z3's own div and mod, for the benchmark's comparison only
