@@ -12,13 +12,18 @@ from __future__ import annotations
 
 import contextvars
 import math
+import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import z3
 
 _active: contextvars.ContextVar[SymbolicContext | None] = contextvars.ContextVar(
     "gridproof_symbolic_context", default=None
+)
+_divisions_by_zero: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "gridproof_divisions_by_zero", default=None
 )
 
 
@@ -380,13 +385,56 @@ def as_term(x: object, ctx: z3.Context) -> z3.ExprRef:
 def floordiv(x, d):
     if is_symbolic(x, d):
         return _context().divide(*_terms(x, d))[0]
-    return x // d
+    try:
+        return x // d
+    except ZeroDivisionError:
+        if not _recorded_division_by_zero():
+            raise
+        return 0
 
 
 def mod(x, d):
     if is_symbolic(x, d):
         return _context().divide(*_terms(x, d))[1]
-    return x % d
+    try:
+        return x % d
+    except ZeroDivisionError:
+        if not _recorded_division_by_zero():
+            raise
+        return 0
+
+
+@contextmanager
+def divisions_by_zero_recorded() -> Iterator[list[str]]:
+    """Within the block, a concrete division by zero does not raise: it is
+    recorded (where the model divides, `path:line (function)`) and gives 0,
+    so the rest of a claim can still be read. That tells a genuine crash (the
+    model divides by zero on an input its hypotheses admit) from a spurious
+    one. Never for a result: what follows a recorded division is not the
+    model's."""
+    recorded: list[str] = []
+    token = _divisions_by_zero.set(recorded)
+    try:
+        yield recorded
+    finally:
+        _divisions_by_zero.reset(token)
+
+
+def _recorded_division_by_zero() -> bool:
+    recorded = _divisions_by_zero.get()
+    if recorded is None:
+        return False
+    frame = sys._getframe(2)  # the caller of floordiv or mod
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back  # cdiv, round_down, divides
+    if frame is None:
+        recorded.append("an unknown place")
+        return True
+    path = Path(frame.f_code.co_filename)
+    root = Path(__file__).resolve().parent.parent
+    shown = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.name
+    recorded.append(f"{shown}:{frame.f_lineno} ({frame.f_code.co_name})")
+    return True
 
 
 def cdiv(x, d):

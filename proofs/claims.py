@@ -10,6 +10,8 @@ from enum import Enum
 
 import z3
 
+from models import arith
+
 
 class Kind(Enum):
     INT = "int"
@@ -44,10 +46,28 @@ def replay(formula: Formula, variant, values: dict[str, int | bool], drop=()) ->
     try:
         claim = formula(variant, dict(values))
     except ZeroDivisionError:
-        return False, "the concrete model divides by zero: a divisor lacks a positivity hypothesis"
+        return _replay_crash(formula, variant, values, drop)
     failed = [name for name, h in claim.hypotheses.items() if name not in drop and not h]
     if failed:
         return False, f"hypotheses {', '.join(failed)} do not hold concretely"
     if claim.goal:
         return False, "the goal holds concretely"
     return True, ""
+
+
+def _replay_crash(formula: Formula, variant, values: dict[str, int | bool], drop) -> tuple[bool, str]:
+    """The concrete model divided by zero on `values`. Read again with the
+    divisions by zero recorded (models/arith.py): if every hypothesis holds,
+    the model crashes on an admissible input, which violates the goal's
+    definedness obligation: a genuine counterexample."""
+    with arith.divisions_by_zero_recorded() as crashes:
+        try:
+            claim = formula(variant, dict(values))
+        except ZeroDivisionError:
+            claim = None  # a division outside models/arith.py
+    if claim is None or not crashes:
+        return False, "the concrete model divides by zero outside models/arith.py"
+    failed = [name for name, h in claim.hypotheses.items() if name not in drop and not h]
+    if failed:
+        return False, f"the concrete model divides by zero, and hypotheses {', '.join(failed)} do not hold there"
+    return True, f"the model divides by zero at {crashes[0]} on this input"

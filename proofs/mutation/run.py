@@ -6,7 +6,9 @@ every theorem that reads the mutated function (reach.py), for every engine
 variant the manifest decides it for, cheapest tier first, and stops at the
 first entry that differs from the manifest or is not decided: the mutant is
 killed, as `gridproof prove --tier all` would have failed. A model that
-raises is killed only that way too: the catalogue reports it as ERROR. A
+divides by zero on an input a theorem admits is refuted (solver: a crash is
+a refutation); one that raises otherwise is killed only that way too: the
+catalogue reports it as ERROR. A
 mutant no theorem notices is checked for equivalence (equivalence.py);
 otherwise it is a gap.
 """
