@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 
 from models.errors import GridproofError
 from models.variants import BASELINE, VARIANTS
@@ -24,10 +25,39 @@ class UsageError(GridproofError):
 
 class Parser(argparse.ArgumentParser):
     """argparse, except that a bad command line raises UsageError (one line,
-    exit 2, printed by `proofs.cli.main`) instead of printing the usage."""
+    exit 2, printed by `proofs.cli.main`) instead of printing the usage.
+
+    A (sub)command may also read `--flag_name` as `--flag-name`
+    (`underscores_as_dashes`, vLLM's spellings) and refuse every flag it does
+    not know with `unknown_flag_hint` saying what it reads instead of
+    argparse's "unrecognized arguments"."""
+
+    def __init__(self, *args, underscores_as_dashes: bool = False, unknown_flag_hint: str = "", **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.underscores_as_dashes = underscores_as_dashes
+        self.unknown_flag_hint = unknown_flag_hint
 
     def error(self, message: str):
         raise UsageError(message.removeprefix("argument "))
+
+    def parse_known_args(self, args=None, namespace=None):
+        if self.underscores_as_dashes:
+            args = [_dashes(a) for a in (sys.argv[1:] if args is None else args)]
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras and self.unknown_flag_hint:
+            unknown = [a.partition("=")[0] for a in extras if a.startswith("-")] or extras
+            self.error(
+                f"unknown flag{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)} ({self.unknown_flag_hint})"
+            )
+        return namespace, extras
+
+
+def _dashes(argument: str) -> str:
+    """`--flag_name[=value]` as `--flag-name[=value]`; anything else as it is."""
+    if argument.startswith("--") and "_" in argument:
+        name, equals, value = argument.partition("=")
+        return name.replace("_", "-") + equals + value
+    return argument
 
 
 def _integer(text: str, kind: str) -> int:

@@ -74,6 +74,9 @@ def add_parser(sub) -> None:
         "check",
         help="check a deployment given in vLLM's own flags: grids, published checkpoints, the proved hit law",
         allow_abbrev=False,
+        underscores_as_dashes=True,  # vLLM's spellings: --max_model_len for --max-model-len
+        unknown_flag_hint="gridproof check reads only the vLLM flags that place recurrent checkpoints; "
+        "see gridproof check --help",
         description="Answer, for one vLLM deployment, where recurrent checkpoints land and what a later request "
         "restores. Exit 0: aligned; 1: not aligned (with why); 2: bad input.",
     )
@@ -107,34 +110,7 @@ def add_parser(sub) -> None:
         help="write a pytest file for a vLLM checkout replaying this deployment's prefill through the real split",
     )
     parser.add_argument("--sweep", type=_sweep, metavar="FLAG=a..b", help="tabulate one flag's values (no proofs)")
-    _one_line_errors(parser)
     parser.set_defaults(run=run)
-
-
-def _one_line_errors(parser: argparse.ArgumentParser) -> None:
-    """vLLM spellings (`--max_model_len` for `--max-model-len`), and every
-    unknown flag refused (the parser's errors are one line and exit 2)."""
-    known = parser.parse_known_args
-
-    def parse_known_args(args=None, namespace=None):
-        args = [_dashes(a) for a in (sys.argv[1:] if args is None else args)]
-        namespace, extras = known(args, namespace)
-        if extras:
-            unknown = [a.partition("=")[0] for a in extras if a.startswith("-")] or extras
-            parser.error(
-                f"unknown flag{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)} (gridproof check reads only "
-                "the vLLM flags that place recurrent checkpoints; see gridproof check --help)"
-            )
-        return namespace, extras
-
-    parser.parse_known_args = parse_known_args
-
-
-def _dashes(argument: str) -> str:
-    if argument.startswith("--") and "_" in argument:
-        name, equals, value = argument.partition("=")
-        return name.replace("_", "-") + equals + value
-    return argument
 
 
 def flags_from(args: argparse.Namespace) -> ServeFlags:
