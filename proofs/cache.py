@@ -38,7 +38,18 @@ from proofs.solver import PROVED, QUERY_PARAMETERS, REFUTED, Query, query_text
 FORMAT = "gridproof-cache/1"
 # The decision procedure: a change to any of these may change a verdict or
 # the hypotheses reported for the same query text.
-PROCEDURE = ("models/arith.py", "proofs/solver.py", "proofs/runner.py", "proofs/cache.py")
+PROCEDURE = (
+    "models/arith.py",
+    "proofs/solver.py",
+    # the solver's rooms
+    "proofs/claims.py",
+    "proofs/options.py",
+    "proofs/queries.py",
+    "proofs/refutation.py",
+    "proofs/minimisation.py",
+    "proofs/runner.py",
+    "proofs/cache.py",
+)
 _ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -89,3 +89,21 @@ def test_a_cache_directory_that_is_a_file_is_one_line_and_exit_2(tmp_path, capsy
     path.write_text("")
     assert main(["prove", "--theorem", THEOREM, "--cache", str(path)]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_every_module_of_the_solver_is_part_of_the_procedure_a_cache_key_digests():
+    """A change to how a verdict is decided (the replay, the refuters, the
+    minimisation, the options) must re-decide every cached entry."""
+    import ast
+
+    from proofs.cache import _ROOT, PROCEDURE
+
+    tree = ast.parse((_ROOT / "proofs/solver.py").read_text(encoding="utf-8"))
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "proofs":
+            imported |= {f"proofs/{alias.name}.py" for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("proofs."):
+            imported.add(node.module.replace(".", "/") + ".py")
+    assert imported >= {"proofs/claims.py", "proofs/options.py", "proofs/refutation.py"}
+    assert imported <= set(PROCEDURE)
