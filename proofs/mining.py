@@ -264,7 +264,8 @@ class Geometry(Enum):
 
 
 class NoRepair(Enum):
-    """Why no value of one input alone repairs a counterexample."""
+    """For one input of a counterexample, why no repairing value is named
+    (besides None: Z3 shows no value of it repairs the failure, so it is free)."""
 
     PINNED = "pinned"  # no other value of it is admissible with the rest kept
     UNDETERMINED = "undetermined"  # Z3 cannot tell, and none of the values swept repairs it
