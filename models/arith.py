@@ -14,8 +14,9 @@ import contextvars
 import math
 import sys
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import z3
 
@@ -337,14 +338,22 @@ def _cofactor(x: z3.ArithRef, d: z3.ArithRef) -> z3.ArithRef | None:
     return None
 
 
+_T = TypeVar("_T")
+
+
 @contextmanager
-def symbolic_context(naive: bool = False) -> Iterator[SymbolicContext]:
-    context = SymbolicContext(naive=naive)
-    token = _active.set(context)
+def _holding(variable: contextvars.ContextVar, value: _T) -> Iterator[_T]:
+    """`variable` set to `value` within the block, restored after."""
+    token = variable.set(value)
     try:
-        yield context
+        yield value
     finally:
-        _active.reset(token)
+        variable.reset(token)
+
+
+def symbolic_context(naive: bool = False) -> AbstractContextManager[SymbolicContext]:
+    """The SymbolicContext that symbolic model calls within the block record into."""
+    return _holding(_active, SymbolicContext(naive=naive))
 
 
 def _context() -> SymbolicContext:
@@ -404,20 +413,14 @@ def mod(x, d):
         return 0
 
 
-@contextmanager
-def divisions_by_zero_recorded() -> Iterator[list[str]]:
+def divisions_by_zero_recorded() -> AbstractContextManager[list[str]]:
     """Within the block, a concrete division by zero does not raise: it is
     recorded (where the model divides, `path:line (function)`) and gives 0,
     so the rest of a claim can still be read. That tells a genuine crash (the
     model divides by zero on an input its hypotheses admit) from a spurious
     one. Never for a result: what follows a recorded division is not the
-    model's."""
-    recorded: list[str] = []
-    token = _divisions_by_zero.set(recorded)
-    try:
-        yield recorded
-    finally:
-        _divisions_by_zero.reset(token)
+    model's. Yields the list of places recorded."""
+    return _holding(_divisions_by_zero, [])
 
 
 def _recorded_division_by_zero() -> bool:
