@@ -6,8 +6,8 @@ each kind as the inputs name and hands them to `models.plan.group_grid`. Each
 obligation here is one deployment shape (`Shape`): every target-group count
 from 1 to MAX_TARGETS with one recurrent and one draft group, and shapes with
 many recurrent and draft groups, the seed's scaled deployment (4 target, 12
-recurrent, 1 EAGLE group) among them. Bounded: a shape with more groups is
-covered by the reduction in docs/engine-theorems.md, not by a query."""
+recurrent, 1 EAGLE group) among them. Bounded: a deployment of more target
+groups is covered by the argument in docs/groups.md, not by a query."""
 
 from __future__ import annotations
 
