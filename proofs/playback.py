@@ -27,14 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from models.errors import GridproofError
-from models.geometry import DRAFT, RECURRENT, TARGET, CacheGroup, Deployment, Geometry, Request, parse_geometry
+from models.geometry import DRAFT, RECURRENT, TARGET, Deployment, Geometry, Request, parse_geometry
 from models.plan import Plan, plan
 from models.prefill import Trace, run_prefill
 from models.reuse import gpu_restore, offload_restore
 from models.variants import VARIANTS
 from proofs.catalog import CATALOGUE, Obligation
-from proofs.catalog.base import deployment, split_params
-from proofs.mining import FAILS, HOLDS, REJECTED, Found, View, derive_deployment, has_deployment, outcome
+from proofs.catalog.base import deployment, indexed, split_params, symbolic_groups
+from proofs.mining import FAILS, HOLDS, REJECTED, Found, View, has_deployment, outcome
 from proofs.mutation.handwritten import in_effect, resolve
 
 FORMAT = "gridproof-regression/1"
@@ -112,15 +112,16 @@ def explicit_cadence_fix(obligation: Obligation, inputs: dict) -> dict | None:
     published position), and the expectations per variant say what fixes it."""
     if not is_prefill(obligation):
         return None
-    derived = derive_deployment(resolve(FIX_VARIANT), inputs)
-    cadence = math.lcm(derived["span1"], derived["span2"])
+    spans = deployment(resolve(FIX_VARIANT), inputs).target_spans
+    cadence = math.lcm(*spans)
     changes = {"explicit": True, "user_cadence": cadence}
+    listed = " and ".join([", ".join(map(str, spans[:-1])), str(spans[-1])] if len(spans) > 1 else [str(spans[0])])
     return {
         "variant": FIX_VARIANT,
         "changes": changes,
         "why": (
             f"the same deployment with an explicit --mamba-block-size {cadence}, the lcm of the target-attention "
-            f"spans {derived['span1']} and {derived['span2']}: the cadence {FIX_VARIANT}'s check demands"
+            f"spans {listed}: the cadence {FIX_VARIANT}'s check demands"
         ),
         "expected": {v: outcome_under(v, obligation.formula, {**inputs, **changes}) for v in VARIANTS},
     }
@@ -194,7 +195,7 @@ def trace_split(variant: str, inputs: dict):
     """The symbolic deployment and split parameters, read with ints, exactly
     as the catalogue's trace formula builds them."""
     d = deployment(resolve(variant), inputs)
-    p = split_params(inputs, block=d.split_block, eagle_spans=(d.draft_span,), annotated=inputs["annotated"])
+    p = split_params(inputs, block=d.split_block, eagle_spans=d.draft_spans, annotated=inputs["annotated"])
     return d, p
 
 
@@ -207,12 +208,7 @@ def trace_plan(variant: str, inputs: dict) -> Plan:
     geometry = Geometry(
         name="symbolic deployment",
         deployment=Deployment(dcp_size=x["dcp"], block_size=x["page"], max_num_scheduled_tokens=x["max_scheduled"]),
-        groups=(
-            CacheGroup(TARGET, x["page"], dcp_sharded=x["sharded"]),
-            CacheGroup(TARGET, x["page2"], dcp_sharded=x["sharded2"]),
-            CacheGroup(RECURRENT, x["page"]),
-            CacheGroup(DRAFT, x["draft_block"], eagle=x["annotated"]),
-        ),
+        groups=symbolic_groups(x),
         request=Request(prompt_tokens=x["prompt"], output_tokens=x["tokens"] - x["prompt"]),
     )
     return Plan(
@@ -367,26 +363,33 @@ def check_real_vllm(doc: dict, real) -> list[int]:
 
 
 def geometry_inputs(variant: str, geometry: Geometry, budgets: list[int], steps: int) -> dict:
-    """The trace inputs that describe `geometry` under `variant`. Any number
-    of groups: the symbolic deployment has two target-attention shapes, one
-    recurrent and one draft shape, and groups of the same shape resolve to
-    the same spans, cadence and split grid (lcm, min and gcd over copies of
-    one value are that value). The split parameters, cadence and target spans
-    the plan derives are checked against the ones the symbolic deployment
-    derives from these inputs."""
+    """The trace inputs that describe `geometry` under `variant`, any number
+    of groups of each kind (proofs/catalog/base.py `symbolic_groups`): one
+    symbolic group per distinct group shape, since groups of one shape
+    resolve to the same spans, cadence and split grid (lcm, min and gcd over
+    copies of one value are that value). At least two target groups, the
+    catalogue's usual shape: a single shape is given twice. Recurrent groups
+    on the first target group's page need no inputs of their own. The split
+    parameters, cadence and target spans the plan derives are checked
+    against the ones the symbolic deployment derives from these inputs."""
     targets = _distinct(geometry.of_kind(TARGET))
     drafts = _distinct(geometry.of_kind(DRAFT))
-    if len(targets) > 2 or len(drafts) > 1:
+    if not targets:
+        raise PlaybackError(f"{geometry.name}: a symbolic deployment needs a target-attention group; it has none")
+    if len({g.eagle for g in drafts}) > 1:
         raise PlaybackError(
-            f"{geometry.name}: a symbolic deployment has at most two distinct target-attention group shapes and "
-            f"one draft group shape; this geometry has {len(targets)} and {len(drafts)}"
+            f"{geometry.name}: a symbolic deployment's draft groups are all annotated as EAGLE or none are; "
+            "this geometry mixes them"
         )
     d = geometry.deployment
     with in_effect(variant) as chosen:
         real_plan = plan(chosen, geometry)
     p = real_plan.split
-    first, second = targets[0], targets[-1]
-    draft_span = drafts[0].span(d.dcp_size) if drafts else first.block_size
+    first = targets[0]
+    if len(targets) == 1:
+        targets = targets * 2
+    recurrent_blocks = list(dict.fromkeys(g.block_size for g in geometry.of_kind(RECURRENT)))
+    draft_spans = [g.span(d.dcp_size) for g in drafts] or [first.block_size]
     explicit = d.mamba_block_size is not None
     inputs = {
         "sched_block": p.sched_block,
@@ -401,16 +404,16 @@ def geometry_inputs(variant: str, geometry: Geometry, budgets: list[int], steps:
         "shared": p.shared_prefix,
         "prompt": geometry.request.prompt_tokens,
         "tokens": geometry.request.num_tokens,
-        "page": first.block_size,
-        "page2": second.block_size,
-        "draft_block": draft_span,
+        **{indexed("page", i): g.block_size for i, g in enumerate(targets, 1)},
+        **{indexed("draft_block", i): span for i, span in enumerate(draft_spans, 1)},
         "dcp": d.dcp_size,
         "user_cadence": d.mamba_block_size if explicit else 1,
         "explicit": explicit,
-        "sharded": first.dcp_sharded,
-        "sharded2": second.dcp_sharded,
+        **{indexed("sharded", i): g.dcp_sharded for i, g in enumerate(targets, 1)},
         "annotated": bool(drafts) and drafts[0].eagle,
     }
+    if recurrent_blocks != [first.block_size]:
+        inputs.update({indexed("rblock", i): block for i, block in enumerate(recurrent_blocks, 1)})
     for i in range(steps):
         inputs[f"budget{i}"] = budgets[min(i, len(budgets) - 1)]
     symbolic, mapped = trace_split(variant, inputs)

@@ -142,7 +142,11 @@ def _run_theorem(theorem: Theorem, variant, expected: str, run: SolverOptions, t
     variant_name = variant.name
     started = time.perf_counter()
     refuting = replace(run, refute_first=expected == REFUTED)
-    outcomes = [(o, decide_obligation(o, variant, refuting, context)) for o in theorem.obligations]
+    outcomes = []
+    for o in theorem.obligations:
+        outcomes.append((o, decide_obligation(o, variant, refuting, context)))
+        if refuting.refute_first and outcomes[-1][1].verdict == REFUTED:
+            break  # one refuted obligation refutes the theorem (or, with a trace search, starts it)
     verdict, reason, counterexample, used, unconfirmed = _combine(theorem, outcomes)
     spent = sum(out.rlimit for _, out in outcomes)
     found = None
@@ -175,7 +179,7 @@ def _run_theorem(theorem: Theorem, variant, expected: str, run: SolverOptions, t
         seconds=round(time.perf_counter() - started, 3),
         hypotheses_used=used,
         hypotheses_unconfirmed=unconfirmed,
-        hypotheses=_hypothesis_names(theorem, variant, [out for _, out in outcomes], context),
+        hypotheses=_hypothesis_names(variant, outcomes, context),
         counterexample=counterexample,
         reason=reason,
         ablations=ablations,
@@ -257,14 +261,15 @@ def _combine(theorem: Theorem, outcomes: list) -> tuple[str, str, dict | None, l
     return UNKNOWN, "; ".join(unknown), None, [], []
 
 
-def _hypothesis_names(theorem: Theorem, variant, outcomes: list[Outcome], context: z3.Context) -> list[str]:
-    """Every obligation's hypotheses in order: as its decision read them, or,
-    when it built no symbolic claim (a probe refuted it first), read again."""
+def _hypothesis_names(variant, outcomes: list[tuple[Obligation, Outcome]], context: z3.Context) -> list[str]:
+    """Every decided obligation's hypotheses in order: as its decision read
+    them, or, when it built no symbolic claim (a probe refuted it first),
+    read again."""
     from models import arith
     from proofs.solver import symbolic_inputs
 
     names: list[str] = []
-    for obligation, outcome in zip(theorem.obligations, outcomes, strict=True):
+    for obligation, outcome in outcomes:
         read = outcome.hypothesis_names
         if read is None:
             with arith.symbolic_context():

@@ -4,6 +4,7 @@ new, readable pytest output, and one-line refusals of bad input."""
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import subprocess
 import sys
@@ -125,19 +126,45 @@ def test_a_geometry_case(tmp_path):
     assert len(list(tmp_path.iterdir())) == 1
 
 
-def test_a_geometry_with_three_target_shapes_is_refused_in_one_line(tmp_path):
-    """Any number of groups maps onto the symbolic deployment, but not three
-    distinct target-attention shapes: said in one line, not a traceback."""
+def _kimi_k3_with(tmp_path, name: str, extra_groups: str):
+    """kimi-k3-tp16-dcp16 with more groups, as a geometry file."""
     text = (BUILTIN_DIR / "kimi-k3-tp16-dcp16.toml").read_text(encoding="utf-8")
     groups, request = text.split("[request]")
-    for block in (512, 1024):
-        groups += f'[[groups]]\nkind = "target-attention"\nblock_size = {block}\n\n'
-    geometry = tmp_path / "three-targets.toml"
-    geometry.write_text(groups + "[request]" + request, encoding="utf-8")
+    geometry = tmp_path / f"{name}.toml"
+    geometry.write_text(groups + extra_groups + "[request]" + request, encoding="utf-8")
+    return geometry
+
+
+def test_a_geometry_with_four_target_shapes(tmp_path):
+    """Any number of distinct target-attention shapes maps onto the symbolic
+    deployment: each shape its own group (`page`, `page2`, `page3`, ...), and
+    the case replays on the model with every target span checked."""
+    extra = "".join(
+        f'[[groups]]\nkind = "target-attention"\nblock_size = {block}\ndcp_sharded = {sharded}\n\n'
+        for block, sharded in ((1536, "false"), (1024, "true"), (2304, "true"))
+    )
+    geometry = _kimi_k3_with(tmp_path, "four-targets", extra)
+    out_dir = tmp_path / "corpus"
+    args = ["--variant", "baseline", "--geometry", str(geometry), "--out", str(out_dir), "--no-vllm"]
+    status, out, err = mine(HEADLINE, *args)
+    assert status == 0, err
+    (doc,) = load_corpus(out_dir).values()
+    x = doc["inputs"]
+    assert [x["page2"], x["page3"], x["page4"]] == [1536, 1024, 2304] and not x["sharded2"] and x["sharded4"]
+    assert "page5" not in x
+    assert sorted(doc["scenario"]["target_spans"]) == sorted({768 * 16, 1536, 1024 * 16, 2304 * 16})
+    assert replay_outcome(doc, "baseline") == FAILS
+    # The fix's cadence is the lcm of all four spans.
+    assert doc["fixes"][0]["changes"]["user_cadence"] == math.lcm(768 * 16, 1536, 1024 * 16, 2304 * 16)
+
+
+def test_a_geometry_mixing_eagle_and_plain_draft_groups_is_refused_in_one_line(tmp_path):
+    extra = '[[groups]]\nkind = "draft-attention"\nblock_size = 64\neagle = false\n\n'
+    geometry = _kimi_k3_with(tmp_path, "mixed-drafts", extra)
     args = ["--variant", "baseline", "--geometry", str(geometry), "--out", str(tmp_path), "--no-vllm"]
     status, _, err = mine(HEADLINE, *args)
     assert status == 1
-    assert "at most two distinct target-attention group shapes" in err and "this geometry has 3" in err
+    assert "all annotated as EAGLE or none are" in err
     assert len(err.strip().splitlines()) == 1
 
 

@@ -125,8 +125,14 @@ def call_domain(x: dict) -> dict[str, object]:
 
 
 # --- a symbolic deployment ----------------------------------------------------
-# Two target-attention groups, one recurrent group, one draft-attention group
-# that may or may not be annotated as EAGLE; every size and flag free.
+# Target-attention, recurrent and draft-attention groups, every size and flag
+# free. The inputs name the groups, so one formula reads a deployment of any
+# shape: target groups `page`, `page2`, `page3`, ... (with `sharded`,
+# `sharded2`, ...), recurrent groups `rblock`, `rblock2`, ... (none named: one
+# recurrent group on the first target group's page, as align mode resolves
+# it), draft groups `draft_block`, `draft_block2`, ..., all annotated as EAGLE
+# or none (`annotated`). GEOMETRY_VARS is the catalogue's usual shape: two
+# target groups, one recurrent and one draft group.
 
 GEOMETRY_VARS = (
     *ints("page", "page2", "draft_block", "dcp", "user_cadence", size=True),
@@ -134,22 +140,68 @@ GEOMETRY_VARS = (
 )
 
 
+def indexed(stem: str, i: int) -> str:
+    """The input naming the i-th group (from 1) of a kind: `page`, `page2`, ..."""
+    return stem if i == 1 else f"{stem}{i}"
+
+
+@dataclass(frozen=True)
+class Shape:
+    """How many groups of each kind a symbolic deployment has."""
+
+    targets: int
+    recurrent: int
+    drafts: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.targets}t-{self.recurrent}r-{self.drafts}d"
+
+    @property
+    def variables(self) -> tuple[Var, ...]:
+        def each(stem: str, count: int) -> list[str]:
+            return [indexed(stem, i) for i in range(1, count + 1)]
+
+        return (
+            *ints(*each("page", self.targets), *each("rblock", self.recurrent), size=True),
+            *ints(*each("draft_block", self.drafts), "dcp", "user_cadence", size=True),
+            *bools("explicit", *each("sharded", self.targets), "annotated"),
+        )
+
+
+def _named(x: dict, stem: str) -> list:
+    """The values of `stem`, `stem2`, `stem3`, ... as far as x names them."""
+    values = []
+    while indexed(stem, len(values) + 1) in x:
+        values.append(x[indexed(stem, len(values) + 1)])
+    return values
+
+
 @dataclass(frozen=True)
 class SymbolicDeployment:
     cadence: object
     target_spans: tuple
-    draft_span: object
+    draft_spans: tuple
     split_block: object
+
+    @property
+    def draft_span(self):
+        """The one draft group's span (theorems stated for one draft group)."""
+        (span,) = self.draft_spans
+        return span
 
 
 def symbolic_groups(x: dict) -> tuple[CacheGroup, ...]:
-    """The symbolic deployment's groups; the recurrent group's block is the
-    first target group's page, as align mode resolves it."""
+    """The groups the inputs name: target groups, then recurrent, then draft."""
+    pages, sharded = _named(x, "page"), _named(x, "sharded")
+    if not pages or len(pages) != len(sharded):
+        raise ValueError(
+            f"a symbolic deployment needs pages and shard flags in pairs, got {len(pages)} and {len(sharded)}"
+        )
     return (
-        CacheGroup(TARGET, x["page"], dcp_sharded=x["sharded"]),
-        CacheGroup(TARGET, x["page2"], dcp_sharded=x["sharded2"]),
-        CacheGroup(RECURRENT, x["page"]),
-        CacheGroup(DRAFT, x["draft_block"], eagle=x["annotated"]),
+        *(CacheGroup(TARGET, page, dcp_sharded=s) for page, s in zip(pages, sharded, strict=True)),
+        *(CacheGroup(RECURRENT, block) for block in _named(x, "rblock") or [x["page"]]),
+        *(CacheGroup(DRAFT, block, eagle=x["annotated"]) for block in _named(x, "draft_block")),
     )
 
 
@@ -158,14 +210,17 @@ def deployment(variant, x: dict) -> SymbolicDeployment:
     resolution `simulate` runs, gives the symbolic groups."""
     groups = symbolic_groups(x)
     grid = group_grid(variant, groups, x["dcp"], x["explicit"], x["user_cadence"])
-    (draft_span,) = (span for span, g in zip(grid.spans, groups, strict=True) if g.kind == DRAFT)
     return SymbolicDeployment(
-        cadence=grid.cadence, target_spans=grid.target_spans, draft_span=draft_span, split_block=grid.split_block
+        cadence=grid.cadence,
+        target_spans=grid.target_spans,
+        draft_spans=tuple(span for span, g in zip(grid.spans, groups, strict=True) if g.kind == DRAFT),
+        split_block=grid.split_block,
     )
 
 
 def deployment_domain(x: dict) -> dict[str, object]:
+    sizes = [*_named(x, "page"), *_named(x, "rblock"), *_named(x, "draft_block"), x["dcp"]]
     return {
-        "pages positive": arith.all_of(x["page"] >= 1, x["page2"] >= 1, x["draft_block"] >= 1, x["dcp"] >= 1),
+        "pages positive": arith.all_of(*(size >= 1 for size in sizes)),
         "explicit cadence positive": x["user_cadence"] >= 1,
     }

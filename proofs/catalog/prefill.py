@@ -57,7 +57,7 @@ def _setting(variant, x, guarded=True):
     """The deployment, the split's parameters and their hypotheses; with
     `guarded`, that the variant's configuration check accepts them."""
     d = deployment(variant, x)
-    p = split_params(x, block=d.split_block, eagle_spans=(d.draft_span,), annotated=x["annotated"])
+    p = split_params(x, block=d.split_block, eagle_spans=d.draft_spans, annotated=x["annotated"])
     hypotheses = {**params_domain({**x, "block": d.split_block}), **deployment_domain(x)}
     if guarded:
         hypotheses["configuration accepted"] = guard_accepts(variant, d.cadence, d.target_spans)
@@ -70,6 +70,15 @@ def _on_targets(position, spans):
 
 def _aligned_if_published(position, d, tokens):
     return arith.implies(publishes(position, d.cadence, tokens), _on_targets(position, d.target_spans))
+
+
+def _target_covers(x, d, published, what="the step publishes"):
+    """Cover goals: a publication with the first target group sharded over
+    DCP > 1, and, with several target groups, two different spans."""
+    covers = {f"{what} with DCP > 1": arith.all_of(x["dcp"] >= 2, x["sharded"], published)}
+    if len(d.target_spans) > 1:
+        covers["two different target spans"] = d.target_spans[0] != d.target_spans[-1]
+    return covers
 
 
 def _publication(variant, x):
@@ -120,10 +129,7 @@ def published_on_targets_step(variant, x):
     return Claim(
         hypotheses=hypotheses,
         goal=arith.implies(step.published, _on_targets(step.end, d.target_spans)),
-        covers={
-            "the step publishes with DCP > 1": arith.all_of(x["dcp"] >= 2, x["sharded"], step.published),
-            "two different target spans": d.target_spans[0] != d.target_spans[1],
-        },
+        covers=_target_covers(x, d, step.published),
     )
 
 
@@ -136,12 +142,7 @@ def guard_sufficient(variant, x):
     return Claim(
         hypotheses=hypotheses,
         goal=_aligned_if_published(end, d, tokens),
-        covers={
-            "a published checkpoint with DCP > 1": arith.all_of(
-                x["dcp"] >= 2, x["sharded"], publishes(end, d.cadence, tokens)
-            ),
-            "two different target spans": d.target_spans[0] != d.target_spans[1],
-        },
+        covers=_target_covers(x, d, publishes(end, d.cadence, tokens), what="a published checkpoint"),
     )
 
 

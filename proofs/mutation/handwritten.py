@@ -83,6 +83,14 @@ MUTANTS = {
             "for span in target_spans[:1])",
         ),
         _mutant(
+            "two-target-groups-only",
+            "the guard checks only the first two target-attention groups, as if written for two",
+            "config",
+            "guard_accepts",
+            "for span in target_spans)",
+            "for span in target_spans[:2])",
+        ),
+        _mutant(
             "slot-off-by-one",
             "a resumed request reads its initial state from column h // R",
             "prefill",

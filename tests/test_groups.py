@@ -1,0 +1,78 @@
+"""Deployments of many cache groups: the symbolic deployment reads the
+groups its inputs name, the group theorems cover every target-group count
+up to MAX_TARGETS, and they see a guard that reads too few groups, which the
+two-group catalogue cannot."""
+
+from __future__ import annotations
+
+import pytest
+
+from models.geometry import RECURRENT, TARGET, load_geometry
+from models.plan import plan
+from models.variants import VARIANTS
+from proofs.catalog import CATALOGUE
+from proofs.catalog.base import Shape, deployment, symbolic_groups
+from proofs.catalog.groups import MAX_TARGETS, SCALED, SHAPES
+from proofs.playback import geometry_inputs
+from proofs.runner import run_theorem
+from proofs.solver import PROVED, REFUTED
+
+GROUP_THEOREMS = ("groups-published-on-target-boundaries", "groups-guard-exact")
+
+
+def test_a_shape_names_one_input_per_group():
+    names = [v.name for v in Shape(targets=3, recurrent=2, drafts=2).variables]
+    for name in ("page", "page2", "page3", "sharded3", "rblock", "rblock2", "draft_block", "draft_block2"):
+        assert name in names
+    assert "page4" not in names and "rblock3" not in names and "draft_block3" not in names
+
+
+def test_the_symbolic_groups_are_the_ones_the_inputs_name():
+    x = {v.name: 2 for v in Shape(targets=5, recurrent=3, drafts=2).variables}
+    kinds = [g.kind for g in symbolic_groups(x)]
+    assert kinds.count(TARGET) == 5 and kinds.count(RECURRENT) == 3 and len(kinds) == 10
+
+
+def test_without_recurrent_inputs_one_recurrent_group_sits_on_the_first_page():
+    x = {"page": 6, "sharded": False, "draft_block": 4, "annotated": False}
+    (recurrent,) = [g for g in symbolic_groups(x) if g.kind == RECURRENT]
+    assert recurrent.block_size == 6
+
+
+def test_unpaired_pages_and_shard_flags_are_refused():
+    with pytest.raises(ValueError, match="in pairs"):
+        symbolic_groups({"page": 6, "page2": 3, "sharded": False, "draft_block": 4, "annotated": False})
+
+
+@pytest.mark.parametrize("name", GROUP_THEOREMS)
+def test_every_target_group_count_up_to_the_bound_is_an_obligation(name):
+    theorem = CATALOGUE[name]
+    counts = {s.targets for s in SHAPES}
+    assert counts == set(range(1, MAX_TARGETS + 1)) and MAX_TARGETS >= 16
+    for shape in SHAPES:
+        assert sum(o.name.endswith(f"-{shape.name}") for o in theorem.obligations) >= 1, shape.name
+    assert any(s.recurrent > 1 for s in SHAPES) and any(s.drafts > 1 for s in SHAPES)
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_the_scaled_geometry_reads_as_the_plan_reads_it(variant):
+    """The seed's 4/12/1 deployment mapped onto the symbolic groups gives the
+    cadence and target spans that models.plan gives the geometry itself."""
+    geometry = load_geometry("kimi-k3-tp16-dcp16-all-groups")
+    inputs = geometry_inputs(variant, geometry, [4096], 2)
+    real = plan(VARIANTS[variant], geometry)
+    symbolic = deployment(VARIANTS[variant], inputs)
+    assert symbolic.cadence == real.cadence
+    assert set(symbolic.target_spans) == set(real.target_spans)
+    assert SCALED == Shape(targets=4, recurrent=12, drafts=1)
+
+
+def test_a_guard_reading_two_target_groups_is_refuted_only_with_more_groups():
+    """mutant:two-target-groups-only checks the first two target groups: the
+    two-group guard-exact cannot tell, groups-guard-exact refutes it."""
+    mutant = "mutant:two-target-groups-only"
+    assert run_theorem(CATALOGUE["guard-exact"], mutant, PROVED).verdict == PROVED
+    refuted = run_theorem(CATALOGUE["groups-guard-exact"], mutant, REFUTED)
+    assert refuted.verdict == REFUTED and refuted.ok
+    spans = [v for k, v in refuted.counterexample.items() if k.startswith("page")]
+    assert len(spans) == MAX_TARGETS
