@@ -3,11 +3,12 @@ the checked-in manifest (proofs/manifest.toml)."""
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import sys
 import time
 import tomllib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from models.errors import GridproofError
@@ -120,8 +121,8 @@ class Entry:
         )
 
     def to_json(self) -> dict:
-        data = asdict(self)
-        del data["queries"]
+        # Field by field: asdict would deep-copy every query's text only to drop it.
+        data = {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self) if f.name != "queries"}
         data["ok"] = self.ok
         return data
 
@@ -141,10 +142,16 @@ def run_theorem(
 def _run_theorem(theorem: Theorem, variant, expected: str, rlimit: int, tier: str, seed: int | None) -> Entry:
     variant_name = variant.name
     started = time.perf_counter()
+    # Expected refuted: the cheap refuters first, until an obligation is
+    # refuted. The theorem is refuted then, so the obligations after it are
+    # decided by their proof query alone (still for VACUOUS or ERROR, and
+    # their queries), not searched again for a counterexample.
     refute_first = expected == REFUTED
-    outcomes = [
-        (o, decide_obligation(o, variant, rlimit, refute_first=refute_first, seed=seed)) for o in theorem.obligations
-    ]
+    outcomes = []
+    for o in theorem.obligations:
+        outcome = decide_obligation(o, variant, rlimit, refute_first=refute_first, seed=seed)
+        outcomes.append((o, outcome))
+        refute_first = refute_first and outcome.verdict != REFUTED
     verdict, reason, counterexample, used, unconfirmed = _combine(theorem, outcomes)
     spent = sum(out.rlimit for _, out in outcomes)
     found = None
