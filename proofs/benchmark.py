@@ -103,13 +103,13 @@ def count_verdicts(verdicts) -> str:
 
 def bench_catalogue(tier: str, theorems: tuple[str, ...] | None) -> None:
     if theorems is None:
-        result, _ = run_catalogue(tier=tier)
+        result, _ = run_catalogue(tier=tier, export=False)  # as --no-cache runs it: nothing to export
         seconds_, rlimit, entries = result["seconds"], result["rlimit"], result["entries"]
         label = f"tier {tier}"
     else:  # --quick
         seconds_, rlimit, entries = 0.0, 0, []
         for name in theorems:
-            result, _ = run_catalogue(theorem=name, tier=tier)
+            result, _ = run_catalogue(theorem=name, tier=tier, export=False)
             seconds_ += result["seconds"]
             rlimit += result["rlimit"]
             entries += result["entries"]

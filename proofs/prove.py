@@ -15,16 +15,25 @@ from proofs.cache import ProofCache
 from proofs.catalog import CATALOGUE
 from proofs.report.result import FORMAT as RESULT_FORMAT
 from proofs.runner import Entry, load_manifest, model_sources_hash, plan_runs, progress, reproduce_command, run_theorem
-from proofs.solver import shared_queries
+from proofs.solver import exporting, shared_queries
 
 
 def run_catalogue(
-    theorem=None, variant=None, tier="ci", rlimit=None, seed=None, jobs=None, cache: Path | None = None
+    theorem=None,
+    variant=None,
+    tier="ci",
+    rlimit=None,
+    seed=None,
+    jobs=None,
+    cache: Path | None = None,
+    export: bool = True,
 ) -> tuple[dict, list[Entry]]:
     """Decide the selected obligations, `jobs` at a time (default: one per
     core); the canonical result object and the entries, in catalogue order.
     `cache`: a proof cache directory (proofs/cache.py) to reuse entries from
-    and store them in; None decides everything."""
+    and store them in; None decides everything. `export` False: the entries
+    need not carry every query their verdicts rest on (Entry.queries), for a
+    run that neither caches nor exports them."""
     manifest = load_manifest()
     runs = plan_runs(manifest, theorem, variant, tier)
     started = time.perf_counter()
@@ -48,6 +57,7 @@ def run_catalogue(
             [(runs[i].variant, runs[i].expected, rlimit or runs[i].rlimit, runs[i].tier) for i in members],
             seed,
             cache,
+            export or cache is not None,
         )
         for name, members in groups.items()
     ]
@@ -95,13 +105,17 @@ def _start_order(variants: list[tuple[str, str, int, str]]) -> tuple[bool, int]:
 
 
 def _run_theorem_variants(
-    theorem: str, variants: list[tuple[str, str, int, str]], seed: int | None, cache_directory: Path | None = None
+    theorem: str,
+    variants: list[tuple[str, str, int, str]],
+    seed: int | None,
+    cache_directory: Path | None = None,
+    export: bool = True,
 ) -> list[Entry]:
     """One theorem's selected variants in turn, (variant, expected, rlimit, tier) each."""
     entries: list[Entry] = []
     decided: list[str] = []  # in this task, not taken from the cache
     cache = ProofCache(cache_directory) if cache_directory is not None else None
-    with shared_queries():
+    with shared_queries(), exporting(export):
         for variant, expected, rlimit, tier in variants:
             key = cache.key(CATALOGUE[theorem], variant, expected, rlimit, tier, seed) if cache else ""
             entry = cache.load(key) if cache else None

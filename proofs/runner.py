@@ -278,13 +278,16 @@ def _combine(theorem: Theorem, outcomes: list) -> tuple[str, str, dict | None, l
 
 def _hypothesis_names(theorem: Theorem, variant, outcomes: list[Outcome]) -> list[str]:
     """Every obligation's hypotheses in order: as its decision read them, or,
-    when it built no symbolic claim (a probe refuted it first), read again."""
+    when it built no symbolic claim (a probe refuted it first), read again:
+    on the counterexample's values, which replayed, else symbolically."""
     from models import arith
     from proofs.solver import symbolic_inputs
 
     names: list[str] = []
     for obligation, outcome in zip(theorem.obligations, outcomes, strict=True):
         read = outcome.hypothesis_names
+        if read is None and outcome.verdict == REFUTED:
+            read = list(obligation.formula(variant, dict(outcome.counterexample)).hypotheses)
         if read is None:
             with arith.symbolic_context():
                 read = list(obligation.formula(variant, symbolic_inputs(obligation.variables)).hypotheses)

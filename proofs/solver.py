@@ -10,6 +10,7 @@ counterexample before it is reported.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import itertools
 import time
 from collections.abc import Iterator, Sequence
@@ -93,6 +94,24 @@ def fresh_context() -> Iterator[None]:
         yield
     finally:
         z3.z3._main_ctx = saved
+
+
+# Whether decisions write out the queries they rest on when no check posed
+# them as written (a counterexample found by the probe or the ladder, a case
+# the hypotheses exclude): the proof cache, --report-dir and --confirm read
+# them; a run without them is spared the writing.
+_exporting: contextvars.ContextVar[bool] = contextvars.ContextVar("gridproof_exporting", default=True)
+
+
+@contextlib.contextmanager
+def exporting(wanted: bool) -> Iterator[None]:
+    """Within the block, `wanted` False: outcomes carry only the queries
+    written anyway (Outcome.queries may be empty)."""
+    token = _exporting.set(wanted)
+    try:
+        yield
+    finally:
+        _exporting.reset(token)
 
 
 def _resource_count(checked: z3.Solver | None = None) -> int:
@@ -466,15 +485,14 @@ class _Problem:
             return deletions.check(kept, name, minimisation.CORE_MIN_RLIMIT) == z3.sat
 
         unconfirmed = [name for name in names if not needed(name)]
-        # Exported as the proof of the case: every hypothesis and the negated goal, unsat.
-        query = encoding.solver(tracked=False)
-        query.add(z3.Not(encoding.goal))
+        exported = []
+        if _exporting.get():
+            # Exported as the proof of the case: every hypothesis and the negated goal, unsat.
+            query = encoding.solver(tracked=False)
+            query.add(z3.Not(encoding.goal))
+            exported.append(self._query(case, "unsat", query.to_smt2()))
         return Outcome(
-            VACUOUS,
-            reason=reason,
-            hypotheses_used=list(names),
-            hypotheses_unconfirmed=unconfirmed,
-            queries=[self._query(case, "unsat", query.to_smt2())],
+            VACUOUS, reason=reason, hypotheses_used=list(names), hypotheses_unconfirmed=unconfirmed, queries=exported
         )
 
     def _query(self, case: dict, answer: str, text: str) -> Query:
@@ -535,6 +553,8 @@ class _Problem:
             return Outcome(
                 ERROR, counterexample=values, reason=f"counterexample does not replay: {why}", queries=queries
             )
+        if not text and not _exporting.get():
+            return Outcome(REFUTED, counterexample=values, reason=why)
         text = text or self._counterexample_text(case, values)
         return Outcome(REFUTED, counterexample=values, reason=why, queries=[self._query(case, "sat", text)])
 
@@ -609,6 +629,7 @@ __all__ = [
     "Verdict",
     "decide",
     "encode",
+    "exporting",
     "fresh_context",
     "query_text",
     "replay",
