@@ -224,7 +224,7 @@ class SymbolicContext:
             condition, then, otherwise = x.children()
             q1, r1 = self.divide(then, d)
             q2, r2 = self.divide(otherwise, d)
-            return z3.If(condition, q1, q2), z3.If(condition, r1, r2)
+            return _if(condition, q1, q2), _if(condition, r1, r2)
         factor = _cofactor(x, d)
         if factor is not None:
             self._note_divisor(d)
@@ -257,12 +257,12 @@ class SymbolicContext:
                 value = d.as_long()
                 if value == 0:
                     raise ZeroDivisionError("model divides by the constant 0")
-                bounds = z3.And(0 <= r, r < d) if value > 0 else z3.And(d < r, r <= 0)
+                bounds = _and(0 <= r, r < d) if value > 0 else _and(d < r, r <= 0)
                 self._definitions.append((owner, bounds))
             else:
                 # Python floors: the remainder takes the divisor's sign.
-                self._definitions.append((owner, z3.Implies(d > 0, z3.And(0 <= r, r < d))))
-                self._definitions.append((owner, z3.Implies(d < 0, z3.And(d < r, r <= 0))))
+                self._definitions.append((owner, _implies(d > 0, _and(0 <= r, r < d))))
+                self._definitions.append((owner, _implies(d < 0, _and(d < r, r <= 0))))
                 self.obligations.append(d != 0)
             self._divisions[key] = (q, r)
             self._witnessed.append((x, d, q, r))
@@ -304,6 +304,43 @@ def _and(*conjuncts: z3.BoolRef) -> z3.BoolRef:
     context = conjuncts[0].ctx
     arguments = (z3.Ast * len(conjuncts))(*(c.as_ast() for c in conjuncts))
     return z3.BoolRef(z3.Z3_mk_and(context.ref(), len(conjuncts), arguments), context)
+
+
+def _or(*disjuncts: z3.BoolRef) -> z3.BoolRef:
+    """z3.Or of Bool terms of one context, without its checks."""
+    context = disjuncts[0].ctx
+    arguments = (z3.Ast * len(disjuncts))(*(d.as_ast() for d in disjuncts))
+    return z3.BoolRef(z3.Z3_mk_or(context.ref(), len(disjuncts), arguments), context)
+
+
+def _booleans(terms: list) -> bool:
+    """Whether `terms` are Bool terms of one context: z3.And and z3.Or would
+    build from them the very term _and and _or build, after checking and
+    coercing each (a third of the time of reading a claim)."""
+    context = terms[0].ctx
+    for t in terms:
+        if not isinstance(t, z3.BoolRef) or t.ctx is not context:
+            return False
+    return True
+
+
+def _if(condition: z3.ExprRef, then: z3.ExprRef, otherwise: z3.ExprRef) -> z3.ExprRef:
+    """z3.If, without its checks when both branches are Int terms, or both
+    Bool terms, of the condition's context: then it builds this very term."""
+    context = condition.ctx
+    if isinstance(condition, z3.BoolRef) and then.ctx is context and otherwise.ctx is context:
+        for kind in (z3.BoolRef, z3.ArithRef):
+            if isinstance(then, kind) and isinstance(otherwise, kind):
+                if kind is z3.ArithRef and not (_is_int(then) and _is_int(otherwise)):
+                    break
+                made = z3.Z3_mk_ite(context.ref(), condition.as_ast(), then.as_ast(), otherwise.as_ast())
+                return kind(made, context)
+    return z3.If(condition, then, otherwise)
+
+
+def _is_int(term: z3.ArithRef) -> bool:
+    context = term.ctx.ref()
+    return z3.Z3_get_sort_kind(context, z3.Z3_get_sort(context, term.as_ast())) == z3.Z3_INT_SORT
 
 
 def _implies(premise: z3.BoolRef, conclusion: z3.BoolRef) -> z3.BoolRef:
@@ -392,7 +429,7 @@ def divides(d, x):
 
 def ite(condition, then, otherwise):
     if is_symbolic(condition):
-        return z3.If(condition, _term(then), _term(otherwise))
+        return _if(condition, _term(then), _term(otherwise))
     return then if condition else otherwise
 
 
@@ -420,18 +457,23 @@ def lcm(*xs):
 
 def all_of(*conditions):
     if is_symbolic(*conditions):
-        return z3.And(*(_term(c) for c in conditions))
+        terms = [_term(c) for c in conditions]
+        return _and(*terms) if _booleans(terms) else z3.And(*terms)
     return all(conditions)
 
 
 def any_of(*conditions):
     if is_symbolic(*conditions):
-        return z3.Or(*(_term(c) for c in conditions))
+        terms = [_term(c) for c in conditions]
+        return _or(*terms) if _booleans(terms) else z3.Or(*terms)
     return any(conditions)
 
 
 def negate(condition):
     if is_symbolic(condition):
+        if isinstance(condition, z3.BoolRef):
+            context = condition.ctx
+            return z3.BoolRef(z3.Z3_mk_not(context.ref(), condition.as_ast()), context)
         return z3.Not(condition)
     return not condition
 
