@@ -474,14 +474,15 @@ class _Problem:
         """VACUOUS for a case that the hypotheses `names` exclude: they are the
         proof of that case. Each is confirmed needed when, in this case with
         every other hypothesis holding, the goal fails without it: in a pinned
-        geometry (PINNED_RANGES), or else within CORE_MIN_RLIMIT. The others
-        are unconfirmed."""
+        geometry (PINNED_RANGES), or else within CORE_MIN_RLIMIT when the
+        widest pinned range decided. The others are unconfirmed."""
         deletions = minimisation.DeletionQueries(self, encoding, z3.Not(encoding.goal))
 
         def needed(name: str) -> bool:
             kept = encoding.hypotheses
-            if deletions.needed_when_pinned(kept, name):
-                return True
+            pinned = deletions.pinned_answer(kept, name)
+            if pinned != z3.unsat:
+                return pinned == z3.sat
             return deletions.check(kept, name, minimisation.CORE_MIN_RLIMIT) == z3.sat
 
         unconfirmed = [name for name in names if not needed(name)]
