@@ -26,6 +26,7 @@ from proofs.solver import (
     Query,
     decide,
     fresh_context,
+    query_text,
 )
 
 MANIFEST = Path(__file__).parent / "manifest.toml"
@@ -105,6 +106,9 @@ class Entry:
     reproduce: str = ""
     reused_queries: int = 0  # answered from an identical query of an earlier obligation (solver.shared_queries)
     cached: bool = False  # taken from the proof cache (proofs/cache.py), not decided in this run
+    # The variant decided earlier in the run whose entry this one takes:
+    # every obligation's claim reads to the very same query (claim_key).
+    same_claim_as: str = ""
     subject: str = ""
     statement: str = ""
     tier: str = "ci"
@@ -214,6 +218,19 @@ def reproduce_command(theorem: str, variants: list[str], rlimit: int, seed: int 
     deciding it after the variants its task decided before it."""
     command = f"gridproof prove --theorem {theorem} --variant {','.join(variants)} --rlimit {rlimit}"
     return command + (f" --seed {seed}" if seed is not None else "")
+
+
+def claim_key(theorem: Theorem, variant_name: str, expected: str, rlimit: int, seed: int | None) -> str:
+    """What an entry's decision is a function of: every obligation's claim
+    as one query's text (solver.query_text), the trace search's too, and how
+    it is decided. Two variants with the same key pose the same queries in
+    the same order, each in a fresh context, and so get the same entry."""
+    obligations = [*theorem.obligations, *([theorem.trace_search] if theorem.trace_search else [])]
+    digest = hashlib.sha256(repr((expected, rlimit, seed)).encode())
+    with in_effect(variant_name) as variant:  # a mutant's claim is read with its patch applied
+        for o in obligations:
+            digest.update(query_text(o.formula, o.variables, variant).encode())
+    return digest.hexdigest()
 
 
 def decide_obligation(obligation: Obligation, variant, rlimit: int, **options) -> Outcome:
