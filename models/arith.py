@@ -217,23 +217,24 @@ class SymbolicContext:
             self._note_divisor(d)
             return x / d, x % d
         x, d = z3.simplify(x), z3.simplify(d)
-        if z3.is_int_value(x) and x.as_long() == 0:
+        operator = _operator(x)
+        if operator == z3.Z3_OP_ANUM and z3.is_int_value(x) and x.as_long() == 0:
             self._note_divisor(d)
             return z3.IntVal(0), z3.IntVal(0)
-        if z3.is_app_of(x, z3.Z3_OP_ITE):
+        if operator == z3.Z3_OP_ITE:
             condition, then, otherwise = x.children()
             q1, r1 = self.divide(then, d)
             q2, r2 = self.divide(otherwise, d)
             return _if(condition, q1, q2), _if(condition, r1, r2)
-        factor = _cofactor(x, d)
+        factor = _cofactor(x, d, operator)
         if factor is not None:
             self._note_divisor(d)
             self._register(factor, d)
             return factor, z3.IntVal(0)
-        if z3.is_add(x):
+        if operator == z3.Z3_OP_ADD:
             terms = x.children()
             for i, term in enumerate(terms):
-                factor = _cofactor(term, d)
+                factor = _cofactor(term, d, _operator(term))
                 if factor is not None:
                     rest = terms[:i] + terms[i + 1 :]
                     q, r = self.divide(rest[0] if len(rest) == 1 else z3.Sum(*rest), d)
@@ -355,11 +356,20 @@ def _is_uninterpreted(context, ast) -> bool:
     return z3.Z3_get_decl_kind(context, declaration) == z3.Z3_OP_UNINTERPRETED
 
 
-def _cofactor(x: z3.ArithRef, d: z3.ArithRef) -> z3.ArithRef | None:
-    """c when x is visibly c * d, else None."""
+def _operator(x: z3.ExprRef) -> int | None:
+    """The kind of x's operator (z3.Z3_OP_ADD, ...), None for a term that is
+    not an application: z3.is_add and its kin, in one pass through the C API."""
+    context, ast = x.ctx.ref(), x.as_ast()
+    if z3.Z3_get_ast_kind(context, ast) not in (z3.Z3_APP_AST, z3.Z3_NUMERAL_AST):
+        return None
+    return z3.Z3_get_decl_kind(context, z3.Z3_get_app_decl(context, z3.Z3_to_app(context, ast)))
+
+
+def _cofactor(x: z3.ArithRef, d: z3.ArithRef, operator: int | None) -> z3.ArithRef | None:
+    """c when x (whose operator is `operator`) is visibly c * d, else None."""
     if x.eq(d):
         return z3.IntVal(1)
-    if z3.is_mul(x):
+    if operator == z3.Z3_OP_MUL:
         factors = x.children()
         for i, f in enumerate(factors):
             if f.eq(d):
