@@ -224,23 +224,24 @@ class SymbolicContext:
             self._note_divisor(d)
             return x / d, x % d
         x, d = z3.simplify(x), z3.simplify(d)
-        if z3.is_int_value(x) and x.as_long() == 0:
+        operator = _operator(x)
+        if operator == z3.Z3_OP_ANUM and z3.is_int_value(x) and x.as_long() == 0:
             self._note_divisor(d)
             return z3.IntVal(0, x.ctx), z3.IntVal(0, x.ctx)
-        if z3.is_app_of(x, z3.Z3_OP_ITE):
+        if operator == z3.Z3_OP_ITE:
             condition, then, otherwise = x.children()
             q1, r1 = self.divide(then, d)
             q2, r2 = self.divide(otherwise, d)
-            return z3.If(condition, q1, q2), z3.If(condition, r1, r2)
-        factor = _cofactor(x, d)
+            return _if(condition, q1, q2), _if(condition, r1, r2)
+        factor = _cofactor(x, d, operator)
         if factor is not None:
             self._note_divisor(d)
             self._register(factor, d)
             return factor, z3.IntVal(0, d.ctx)
-        if z3.is_add(x):
+        if operator == z3.Z3_OP_ADD:
             terms = x.children()
             for i, term in enumerate(terms):
-                factor = _cofactor(term, d)
+                factor = _cofactor(term, d, _operator(term))
                 if factor is not None:
                     rest = terms[:i] + terms[i + 1 :]
                     q, r = self.divide(rest[0] if len(rest) == 1 else z3.Sum(*rest), d)
@@ -264,12 +265,12 @@ class SymbolicContext:
                 value = d.as_long()
                 if value == 0:
                     raise ZeroDivisionError("model divides by the constant 0")
-                bounds = z3.And(0 <= r, r < d) if value > 0 else z3.And(d < r, r <= 0)
+                bounds = _and(0 <= r, r < d) if value > 0 else _and(d < r, r <= 0)
                 self._definitions.append((owner, bounds))
             else:
                 # Python floors: the remainder takes the divisor's sign.
-                self._definitions.append((owner, z3.Implies(d > 0, z3.And(0 <= r, r < d))))
-                self._definitions.append((owner, z3.Implies(d < 0, z3.And(d < r, r <= 0))))
+                self._definitions.append((owner, _implies(d > 0, _and(0 <= r, r < d))))
+                self._definitions.append((owner, _implies(d < 0, _and(d < r, r <= 0))))
                 self.obligations.append(d != 0)
             self._divisions[key] = (q, r)
             self._witnessed.append((x, d, q, r))
@@ -313,6 +314,43 @@ def _and(*conjuncts: z3.BoolRef) -> z3.BoolRef:
     return z3.BoolRef(z3.Z3_mk_and(context.ref(), len(conjuncts), arguments), context)
 
 
+def _or(*disjuncts: z3.BoolRef) -> z3.BoolRef:
+    """z3.Or of Bool terms of one context, without its checks."""
+    context = disjuncts[0].ctx
+    arguments = (z3.Ast * len(disjuncts))(*(d.as_ast() for d in disjuncts))
+    return z3.BoolRef(z3.Z3_mk_or(context.ref(), len(disjuncts), arguments), context)
+
+
+def _booleans(terms: list) -> bool:
+    """Whether `terms` are Bool terms of one context: z3.And and z3.Or would
+    build from them the very term _and and _or build, after checking and
+    coercing each (a third of the time of reading a claim)."""
+    context = terms[0].ctx
+    for t in terms:
+        if not isinstance(t, z3.BoolRef) or t.ctx is not context:
+            return False
+    return True
+
+
+def _if(condition: z3.ExprRef, then: z3.ExprRef, otherwise: z3.ExprRef) -> z3.ExprRef:
+    """z3.If, without its checks when both branches are Int terms, or both
+    Bool terms, of the condition's context: then it builds this very term."""
+    context = condition.ctx
+    if isinstance(condition, z3.BoolRef) and then.ctx is context and otherwise.ctx is context:
+        for kind in (z3.BoolRef, z3.ArithRef):
+            if isinstance(then, kind) and isinstance(otherwise, kind):
+                if kind is z3.ArithRef and not (_is_int(then) and _is_int(otherwise)):
+                    break
+                made = z3.Z3_mk_ite(context.ref(), condition.as_ast(), then.as_ast(), otherwise.as_ast())
+                return kind(made, context)
+    return z3.If(condition, then, otherwise)
+
+
+def _is_int(term: z3.ArithRef) -> bool:
+    context = term.ctx.ref()
+    return z3.Z3_get_sort_kind(context, z3.Z3_get_sort(context, term.as_ast())) == z3.Z3_INT_SORT
+
+
 def _implies(premise: z3.BoolRef, conclusion: z3.BoolRef) -> z3.BoolRef:
     """z3.Implies of Bool terms of one context, without its checks."""
     context = premise.ctx
@@ -325,11 +363,20 @@ def _is_uninterpreted(context, ast) -> bool:
     return z3.Z3_get_decl_kind(context, declaration) == z3.Z3_OP_UNINTERPRETED
 
 
-def _cofactor(x: z3.ArithRef, d: z3.ArithRef) -> z3.ArithRef | None:
-    """c when x is visibly c * d, else None."""
+def _operator(x: z3.ExprRef) -> int | None:
+    """The kind of x's operator (z3.Z3_OP_ADD, ...), None for a term that is
+    not an application: z3.is_add and its kin, in one pass through the C API."""
+    context, ast = x.ctx.ref(), x.as_ast()
+    if z3.Z3_get_ast_kind(context, ast) not in (z3.Z3_APP_AST, z3.Z3_NUMERAL_AST):
+        return None
+    return z3.Z3_get_decl_kind(context, z3.Z3_get_app_decl(context, z3.Z3_to_app(context, ast)))
+
+
+def _cofactor(x: z3.ArithRef, d: z3.ArithRef, operator: int | None) -> z3.ArithRef | None:
+    """c when x (whose operator is `operator`) is visibly c * d, else None."""
     if x.eq(d):
         return z3.IntVal(1, d.ctx)
-    if z3.is_mul(x):
+    if operator == z3.Z3_OP_MUL:
         factors = x.children()
         for i, f in enumerate(factors):
             if f.eq(d):
@@ -464,7 +511,7 @@ def divides(d, x):
 
 def ite(condition, then, otherwise):
     if is_symbolic(condition):
-        return z3.If(condition, _term(then, condition.ctx), _term(otherwise, condition.ctx))
+        return _if(condition, _term(then, condition.ctx), _term(otherwise, condition.ctx))
     return then if condition else otherwise
 
 
@@ -492,18 +539,23 @@ def lcm(*xs):
 
 def all_of(*conditions):
     if is_symbolic(*conditions):
-        return z3.And(*_terms(*conditions))
+        terms = _terms(*conditions)
+        return _and(*terms) if _booleans(terms) else z3.And(*terms)
     return all(conditions)
 
 
 def any_of(*conditions):
     if is_symbolic(*conditions):
-        return z3.Or(*_terms(*conditions))
+        terms = _terms(*conditions)
+        return _or(*terms) if _booleans(terms) else z3.Or(*terms)
     return any(conditions)
 
 
 def negate(condition):
     if is_symbolic(condition):
+        if isinstance(condition, z3.BoolRef):
+            context = condition.ctx
+            return z3.BoolRef(z3.Z3_mk_not(context.ref(), condition.as_ast()), context)
         return z3.Not(condition)
     return not condition
 

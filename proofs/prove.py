@@ -4,6 +4,7 @@ verdict that differs from the manifest or is not PROVED/REFUTED."""
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import multiprocessing
 import os
 import time
@@ -14,17 +15,35 @@ import z3
 from proofs.cache import ProofCache
 from proofs.catalog import CATALOGUE
 from proofs.report.result import FORMAT as RESULT_FORMAT
-from proofs.runner import Entry, load_manifest, model_sources_hash, plan_runs, progress, reproduce_command, run_theorem
-from proofs.solver import SolverOptions, shared_queries
+from proofs.runner import (
+    Entry,
+    claim_key,
+    load_manifest,
+    model_sources_hash,
+    plan_runs,
+    progress,
+    reproduce_command,
+    run_theorem,
+)
+from proofs.solver import SolverOptions, exporting, shared_queries
 
 
 def run_catalogue(
-    theorem=None, variant=None, tier="ci", rlimit=None, seed=None, jobs=None, cache: Path | None = None
+    theorem=None,
+    variant=None,
+    tier="ci",
+    rlimit=None,
+    seed=None,
+    jobs=None,
+    cache: Path | None = None,
+    export: bool = True,
 ) -> tuple[dict, list[Entry]]:
     """Decide the selected obligations, `jobs` at a time (default: one per
     core); the canonical result object and the entries, in catalogue order.
     `cache`: a proof cache directory (proofs/cache.py) to reuse entries from
-    and store them in; None decides everything."""
+    and store them in; None decides everything. `export` False: the entries
+    need not carry every query their verdicts rest on (Entry.queries), for a
+    run that neither caches nor exports them."""
     manifest = load_manifest()
     runs = plan_runs(manifest, theorem, variant, tier)
     started = time.perf_counter()
@@ -48,6 +67,7 @@ def run_catalogue(
             [(runs[i].variant, runs[i].expected, rlimit or runs[i].rlimit, runs[i].tier) for i in members],
             seed,
             cache,
+            export or cache is not None,
         )
         for name, members in groups.items()
     ]
@@ -95,21 +115,47 @@ def _start_order(variants: list[tuple[str, str, int, str]]) -> tuple[bool, int]:
 
 
 def _run_theorem_variants(
-    theorem: str, variants: list[tuple[str, str, int, str]], seed: int | None, cache_directory: Path | None = None
+    theorem: str,
+    variants: list[tuple[str, str, int, str]],
+    seed: int | None,
+    cache_directory: Path | None = None,
+    export: bool = True,
 ) -> list[Entry]:
-    """One theorem's selected variants in turn, (variant, expected, rlimit, tier) each."""
+    """One theorem's selected variants in turn, (variant, expected, rlimit, tier) each.
+    A variant whose claims read to the same queries as one decided before
+    it (the variants the theorem does not tell apart) takes that entry."""
     entries: list[Entry] = []
     decided: list[str] = []  # in this task, not taken from the cache
     cache = ProofCache(cache_directory) if cache_directory is not None else None
-    with shared_queries():
+    # Mutants are read as they are decided: a patch that leaves a theorem's
+    # claims alone is not one the manifest expects it to kill.
+    readings = sum(not variant.startswith("mutant:") for variant, *_ in variants)
+    # claim_key -> the entry decided for it, and the variants decided up to it
+    twins: dict[str, tuple[Entry, list[str]]] = {}
+    with shared_queries(), exporting(export):
         for variant, expected, rlimit, tier in variants:
             key = cache.key(CATALOGUE[theorem], variant, expected, rlimit, tier, seed) if cache else ""
             entry = cache.load(key) if cache else None
             if entry is not None:
                 entries.append(entry)
                 continue
-            entry = run_theorem(CATALOGUE[theorem], variant, expected, SolverOptions(rlimit=rlimit, seed=seed), tier)
-            decided.append(variant)
+            started = time.perf_counter()
+            claim = ""
+            if readings > 1 and not variant.startswith("mutant:"):
+                claim = claim_key(CATALOGUE[theorem], variant, expected, rlimit, seed)
+            if claim in twins:
+                twin, before = twins[claim]
+                entry = _same_claim(twin, variant, tier, time.perf_counter() - started)
+                # Its command decides it where its twin was decided: alone,
+                # or after the variants whose answers the twin reused.
+                entry.reproduce = reproduce_command(theorem, [*before[:-1], variant], rlimit, seed)
+            else:
+                entry = run_theorem(
+                    CATALOGUE[theorem], variant, expected, SolverOptions(rlimit=rlimit, seed=seed), tier
+                )
+                decided.append(variant)
+                if claim:
+                    twins[claim] = (entry, list(decided) if entry.reused_queries else [variant])
             if entry.reused_queries and len(decided) > 1:
                 # Answered in part from the variants before it. Decided alone,
                 # its later queries would meet other Z3 term ids (the reused
@@ -122,10 +168,30 @@ def _run_theorem_variants(
     return entries
 
 
+def _same_claim(twin: Entry, variant: str, tier: str, seconds: float) -> Entry:
+    """`variant`'s entry, taken from `twin`'s, whose claims read to the same
+    queries: decided, they would be decided alike. No Z3 work of its own."""
+    return dataclasses.replace(
+        twin,
+        variant=variant,
+        tier=tier,
+        rlimit=0,
+        seconds=round(seconds, 3),
+        reused_queries=0,
+        same_claim_as=twin.variant,
+        ablations=dict(twin.ablations),
+        hypotheses_used=list(twin.hypotheses_used),
+        hypotheses_unconfirmed=list(twin.hypotheses_unconfirmed),
+        hypotheses=list(twin.hypotheses),
+        counterexample=dict(twin.counterexample) if twin.counterexample is not None else None,
+    )
+
+
 def render_table(entries, result) -> str:
     rows = [("theorem", "variant", "verdict", "expected", "rlimit", "seconds", "")]
     for e in entries:
         mark = ("ok" if e.ok else "MISMATCH") + (" (cached)" if e.cached else "")
+        mark += f" (same claim as {e.same_claim_as})" if e.same_claim_as else ""
         rows.append((e.theorem, e.variant, e.verdict, e.expected, f"{e.rlimit:,}", f"{e.seconds:.2f}", mark))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]

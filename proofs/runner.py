@@ -3,11 +3,12 @@ the checked-in manifest (proofs/manifest.toml)."""
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import sys
 import time
 import tomllib
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 import z3
@@ -27,6 +28,7 @@ from proofs.solver import (
     Query,
     SolverOptions,
     decide,
+    query_text,
 )
 
 MANIFEST = Path(__file__).parent / "manifest.toml"
@@ -106,6 +108,9 @@ class Entry:
     reproduce: str = ""
     reused_queries: int = 0  # answered from an identical query of an earlier obligation (solver.shared_queries)
     cached: bool = False  # taken from the proof cache (proofs/cache.py), not decided in this run
+    # The variant decided earlier in the run whose entry this one takes:
+    # every obligation's claim reads to the very same query (claim_key).
+    same_claim_as: str = ""
     subject: str = ""
     statement: str = ""
     tier: str = "ci"
@@ -122,8 +127,8 @@ class Entry:
         )
 
     def to_json(self) -> dict:
-        data = asdict(self)
-        del data["queries"]
+        # Field by field: asdict would deep-copy every query's text only to drop it.
+        data = {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self) if f.name != "queries"}
         data["ok"] = self.ok
         return data
 
@@ -209,6 +214,19 @@ def reproduce_command(theorem: str, variants: list[str], rlimit: int, seed: int 
     return command + (f" --seed {seed}" if seed is not None else "")
 
 
+def claim_key(theorem: Theorem, variant_name: str, expected: str, rlimit: int, seed: int | None) -> str:
+    """What an entry's decision is a function of: every obligation's claim
+    as one query's text (solver.query_text), the trace search's too, and how
+    it is decided. Two variants with the same key pose the same queries in
+    the same order, each in a fresh context, and so get the same entry."""
+    obligations = [*theorem.obligations, *([theorem.trace_search] if theorem.trace_search else [])]
+    digest = hashlib.sha256(repr((expected, rlimit, seed)).encode())
+    with in_effect(variant_name) as variant:  # a mutant's claim is read with its patch applied
+        for o in obligations:
+            digest.update(query_text(o.formula, o.variables, variant).encode())
+    return digest.hexdigest()
+
+
 def decide_obligation(
     obligation: Obligation, variant, run: SolverOptions, context: z3.Context | None = None
 ) -> Outcome:
@@ -271,6 +289,8 @@ def _hypothesis_names(variant, outcomes: list[tuple[Obligation, Outcome]], conte
     names: list[str] = []
     for obligation, outcome in outcomes:
         read = outcome.hypothesis_names
+        if read is None and outcome.verdict == REFUTED:
+            read = list(obligation.formula(variant, dict(outcome.counterexample)).hypotheses)
         if read is None:
             with arith.symbolic_context():
                 read = list(obligation.formula(variant, symbolic_inputs(obligation.variables, context)).hypotheses)

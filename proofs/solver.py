@@ -10,9 +10,10 @@ counterexample before it is reported.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import itertools
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -84,6 +85,24 @@ class Outcome:
     def smt2(self) -> str:
         """The first query as `z3` poses it: its Z3 options, then its text."""
         return self.queries[0].z3_options + self.queries[0].text if self.queries else ""
+
+
+# Whether decisions write out the queries they rest on when no check posed
+# them as written (a counterexample found by the probe or the ladder, a case
+# the hypotheses exclude): the proof cache, --report-dir and --confirm read
+# them; a run without them is spared the writing.
+_exporting: contextvars.ContextVar[bool] = contextvars.ContextVar("gridproof_exporting", default=True)
+
+
+@contextlib.contextmanager
+def exporting(wanted: bool) -> Iterator[None]:
+    """Within the block, `wanted` False: outcomes carry only the queries
+    written anyway (Outcome.queries may be empty)."""
+    token = _exporting.set(wanted)
+    try:
+        yield
+    finally:
+        _exporting.reset(token)
 
 
 def _resource_count(ctx: z3.Context, checked: z3.Solver | None = None) -> int:
@@ -448,26 +467,26 @@ class _Problem:
         """VACUOUS for a case that the hypotheses `names` exclude: they are the
         proof of that case. Each is confirmed needed when, in this case with
         every other hypothesis holding, the goal fails without it: in a pinned
-        geometry (PINNED_RANGES), or else within CORE_MIN_RLIMIT. The others
-        are unconfirmed."""
+        geometry (PINNED_RANGES), or else within CORE_MIN_RLIMIT when the
+        widest pinned range decided. The others are unconfirmed."""
         deletions = minimisation.DeletionQueries(self, encoding, z3.Not(encoding.goal))
 
         def needed(name: str) -> bool:
             kept = encoding.hypotheses
-            if deletions.needed_when_pinned(kept, name):
-                return True
+            pinned = deletions.pinned_answer(kept, name)
+            if pinned != z3.unsat:
+                return pinned == z3.sat
             return deletions.check(kept, name, minimisation.CORE_MIN_RLIMIT) == z3.sat
 
         unconfirmed = [name for name in names if not needed(name)]
-        # Exported as the proof of the case: every hypothesis and the negated goal, unsat.
-        query = encoding.solver(tracked=False)
-        query.add(z3.Not(encoding.goal))
+        exported = []
+        if _exporting.get():
+            # Exported as the proof of the case: every hypothesis and the negated goal, unsat.
+            query = encoding.solver(tracked=False)
+            query.add(z3.Not(encoding.goal))
+            exported.append(self._query(case, "unsat", query.to_smt2()))
         return Outcome(
-            VACUOUS,
-            reason=reason,
-            hypotheses_used=list(names),
-            hypotheses_unconfirmed=unconfirmed,
-            queries=[self._query(case, "unsat", query.to_smt2())],
+            VACUOUS, reason=reason, hypotheses_used=list(names), hypotheses_unconfirmed=unconfirmed, queries=exported
         )
 
     def _query(self, case: dict, answer: str, text: str) -> Query:
@@ -529,6 +548,8 @@ class _Problem:
             return Outcome(
                 ERROR, counterexample=values, reason=f"counterexample does not replay: {why}", queries=queries
             )
+        if not text and not _exporting.get():
+            return Outcome(REFUTED, counterexample=values, reason=why)
         text = text or self._counterexample_text(case, values)
         return Outcome(REFUTED, counterexample=values, reason=why, queries=[self._query(case, "sat", text)])
 
@@ -604,6 +625,7 @@ __all__ = [
     "Verdict",
     "decide",
     "encode",
+    "exporting",
     "query_text",
     "replay",
     "shared_queries",

@@ -154,19 +154,21 @@ def test_a_seed_is_in_the_reproduce_command(capsys):
     assert data["entries"][0]["reproduce"].endswith("--rlimit 20000000 --seed 7")
 
 
-def test_an_entry_that_reused_earlier_answers_is_reproduced_after_them(capsys):
-    # pr457 poses the queries baseline posed and is answered from them; its
-    # command decides baseline first, and gives the same entry.
+def test_an_entry_whose_claims_an_earlier_variant_posed_takes_its_entry_and_is_reproduced_alone(capsys):
+    # pr457 reads the theorem's claim to the very query baseline posed: it
+    # takes baseline's entry, with no Z3 work of its own, and its command
+    # decides it alone, to the same entry.
     assert main(["prove", "--theorem", THEOREM, "--variant", "baseline,pr457", "--json"]) == 0
     first = {e["variant"]: e for e in json.loads(capsys.readouterr().out)["entries"]}
     assert first["baseline"]["reproduce"].endswith(f"--theorem {THEOREM} --variant baseline --rlimit 20000000")
-    assert first["pr457"]["reused_queries"] > 0
+    assert first["pr457"]["same_claim_as"] == "baseline" and first["pr457"]["rlimit"] == 0
     command = first["pr457"]["reproduce"]
-    assert command.endswith(f"--theorem {THEOREM} --variant baseline,pr457 --rlimit 20000000")
-    assert main([*command.split()[1:], "--json"]) == 0
-    again = {e["variant"]: e for e in json.loads(capsys.readouterr().out)["entries"]}
-    for field in ("verdict", "hypotheses_used", "hypotheses_unconfirmed", "reused_queries", "reproduce"):
-        assert again["pr457"][field] == first["pr457"][field], field
+    assert command.endswith(f"--theorem {THEOREM} --variant pr457 --rlimit 20000000")
+    assert main([*command.split()[1:], "--no-cache", "--json"]) == 0
+    (again,) = json.loads(capsys.readouterr().out)["entries"]
+    assert again["same_claim_as"] == "" and again["rlimit"] > 0
+    for field in ("verdict", "hypotheses", "hypotheses_used", "hypotheses_unconfirmed", "counterexample", "reproduce"):
+        assert again[field] == first["pr457"][field] == (first["baseline"][field] if field != "reproduce" else command)
 
 
 def test_a_closed_pipe_is_quiet(report_dir):

@@ -125,6 +125,44 @@ def test_a_pinned_geometry_shows_a_hypothesis_needed_where_the_deletion_check_ca
     assert decide(formula, (A, B), None).hypotheses_unconfirmed == ["a is b", "a positive"]
 
 
+def test_a_deletion_check_undecided_in_the_widest_pinned_range_is_not_posed_in_full(monkeypatch):
+    import z3
+
+    def formula(variant, x):
+        return Claim(
+            hypotheses={"a positive": x["a"] >= 1, "b at most a": x["b"] <= x["a"], "b non-negative": x["b"] >= 0},
+            goal=x["a"] > 0,
+        )
+
+    undecided = {"b at most a"}
+    pinned_answer = minimisation.DeletionQueries.pinned_answer
+    monkeypatch.setattr(
+        minimisation.DeletionQueries,
+        "pinned_answer",
+        lambda self, kept, name: z3.unknown if name in undecided else pinned_answer(self, kept, name),
+    )
+    posed = []
+    check = minimisation.DeletionQueries.check
+    monkeypatch.setattr(
+        minimisation.DeletionQueries,
+        "check",
+        lambda self, *args: posed.append((args[1], args[2])) or check(self, *args),
+    )
+    monkeypatch.setattr(minimisation, "CORE_HOPELESS_RATIO", 100)
+    core_min = minimisation.CORE_MIN_RLIMIT
+    monkeypatch.setattr(minimisation, "CORE_MIN_RLIMIT", 10)
+    outcome = decide(formula, (A, B), None)
+    assert outcome.verdict == PROVED
+    # Kept unconfirmed without a full check; the check after it capped as after one that ended unknown.
+    assert "b at most a" in outcome.hypotheses_unconfirmed
+    assert posed == [("b non-negative", 10)]
+    undecided.clear()
+    posed.clear()
+    monkeypatch.setattr(minimisation, "CORE_MIN_RLIMIT", core_min)
+    assert decide(formula, (A, B), None).hypotheses_used == ["a positive"]
+    assert [name for name, _ in posed] == ["b at most a", "b non-negative"]
+
+
 def test_refuted_counterexample_replays_on_the_concrete_model():
     def formula(variant, x):
         return Claim(hypotheses={"a positive": x["a"] >= 1}, goal=arith.divides(x["a"], 12))

@@ -326,5 +326,9 @@ THEOREMS = (
         # model with the flag fixed, so the branch without drop is not read
         # (models/arith.py, prune), which makes it several times cheaper.
         case_split=("eagle_drop",),
+        # Without branching on integer values in the nonlinear solver the
+        # proof took 1,700,000 rlimit instead of 3,100,000 (half the time),
+        # the same hypotheses used; no other heavy obligation gained from it.
+        solver_options=(("smt.arith.nl.branching", False),),
     ),
 )

@@ -32,14 +32,15 @@ def prove_with_evidence(
     old = load_result(against) if against is not None else None  # a bad file stops here, before the run
     if report_dir is not None:
         check_report_dir(report_dir)
-    result, entries = run_catalogue(theorem, variant, tier, rlimit, seed, jobs, cache)
+    wanted = report_dir is not None or confirm_with is not None  # the cache asks for them itself
+    result, entries = run_catalogue(theorem, variant, tier, rlimit, seed, jobs, cache, export=wanted)
     status = 1 if result["failures"] or not entries else 0
     after: list[str] = []
 
     if seeds:
         seeded = {}
         for s in range(1, seeds + 1):
-            rerun, _ = run_catalogue(theorem, variant, tier, rlimit, s, jobs, cache)
+            rerun, _ = run_catalogue(theorem, variant, tier, rlimit, s, jobs, cache, export=False)
             seeded[s] = rerun["entries"]
         report = brittleness(result["entries"], seeded)
         result["brittleness"] = report
