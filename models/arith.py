@@ -1,6 +1,8 @@
 """The dual arithmetic every model function computes with.
 
-Called on Python ints it computes exactly what Python does. Called with any Z3
+Called on Python ints it computes exactly what Python does. Called with numpy
+integer arrays it computes the same, lane by lane (one model call for many
+inputs at once: `models/every_length.py`). Called with any Z3
 term it returns Z3 terms, and every floor division becomes a fresh quotient and
 remainder pinned by linear-in-the-witness constraints recorded in the active
 `SymbolicContext`: Z3's own `/` and `%` on a symbolic divisor turn proofs into
@@ -11,6 +13,7 @@ timeouts. Model code never writes `//`,
 from __future__ import annotations
 
 import contextvars
+import functools
 import math
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -29,6 +32,21 @@ def is_symbolic(*values: object) -> bool:
         if isinstance(v, z3.ExprRef):
             return True
     return False
+
+
+def is_vector(*values: object) -> bool:
+    """Whether any value is a numpy array or scalar: the lane-by-lane reading.
+    Read off the type's module, so the int and Z3 readings never import numpy."""
+    for v in values:
+        if type(v).__module__ == "numpy":
+            return True
+    return False
+
+
+def _numpy():
+    import numpy
+
+    return numpy
 
 
 class SymbolicContext:
@@ -359,13 +377,21 @@ def _term(x: object) -> z3.ExprRef:
 def floordiv(x, d):
     if is_symbolic(x, d):
         return _context().divide(_term(x), _term(d))[0]
+    _check_vector_divisor(x, d)
     return x // d
 
 
 def mod(x, d):
     if is_symbolic(x, d):
         return _context().divide(_term(x), _term(d))[1]
+    _check_vector_divisor(x, d)
     return x % d
+
+
+def _check_vector_divisor(x, d) -> None:
+    """numpy divides by zero silently (0, and a warning): raise as Python does."""
+    if is_vector(x, d) and not _numpy().all(d != 0):
+        raise ZeroDivisionError("integer division or modulo by zero (in some lane)")
 
 
 def cdiv(x, d):
@@ -391,8 +417,14 @@ def divides(d, x):
 
 
 def ite(condition, then, otherwise):
+    if condition is True:
+        return then
+    if condition is False:
+        return otherwise
     if is_symbolic(condition):
         return z3.If(condition, _term(then), _term(otherwise))
+    if is_vector(condition):
+        return _numpy().where(condition, then, otherwise)
     return then if condition else otherwise
 
 
@@ -421,18 +453,24 @@ def lcm(*xs):
 def all_of(*conditions):
     if is_symbolic(*conditions):
         return z3.And(*(_term(c) for c in conditions))
+    if is_vector(*conditions):
+        return functools.reduce(_numpy().logical_and, conditions, True)
     return all(conditions)
 
 
 def any_of(*conditions):
     if is_symbolic(*conditions):
         return z3.Or(*(_term(c) for c in conditions))
+    if is_vector(*conditions):
+        return functools.reduce(_numpy().logical_or, conditions, False)
     return any(conditions)
 
 
 def negate(condition):
     if is_symbolic(condition):
         return z3.Not(condition)
+    if is_vector(condition):
+        return _numpy().logical_not(condition)
     return not condition
 
 

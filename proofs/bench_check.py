@@ -6,8 +6,9 @@ and, with --timing, how long `gridproof check` takes per deployment.
 
 For each built-in model (vLLM's defaults, baseline) and the Kimi-K3 judging
 deployments, proves the hit law, then compares it with what `simulate`
-reports a later identical request restores, for every L from 1 to --up-to.
-Prints one progress line per 20,000 prompt lengths, and a table at the end;
+reports a later identical request restores, for every L from 1 to --up-to
+(models/every_length.py: the model's functions on every length at once,
+spot-checked against `simulate` itself). Prints one line per deployment;
 exits 1 on any mismatch or unproved law.
 """
 
@@ -15,19 +16,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import resource
 import shlex
 import subprocess
 import sys
 import time
 
+import numpy
+
 from models.deploy import ServeFlags, resolve_deployment
+from models.every_length import gpu_reuse_every_length
 from models.hf_config import builtin_model_names, load_model
 from models.plan import plan
 from models.variants import get_variant
 from proofs.hitlaw import prove_hit_law, simulated_hit
-
-WINDOW_STEP = 12_288  # Kimi-K3's target span: a multiple of most pages' grids too
 
 KIMI_K3 = {
     "tensor_parallel_size": 16,
@@ -47,38 +50,38 @@ def deployments(models: list[str]):
         yield name, "baseline", ServeFlags()
 
 
-def prompt_lengths(up_to: int, windows: int, width: int) -> list[int]:
-    """Every L up to `up_to`; beyond it, every L within `width` of each
-    multiple of WINDOW_STEP up to `windows` (simulate's cost grows with L,
-    so every L to 200,000 takes hours per deployment on a shared machine)."""
-    lengths = set(range(1, up_to + 1))
-    for centre in range(WINDOW_STEP, windows + 1, WINDOW_STEP):
-        lengths.update(range(max(1, centre - width), centre + width + 1))
-    return sorted(lengths)
+SPOT_CHECKS = 200  # prompt lengths also run through `simulate` itself, one prefill each
 
 
-def compare(model: str, variant_name: str, flags: ServeFlags, up_to: int, windows: int, window_width: int) -> dict:
+def compare(model: str, variant_name: str, flags: ServeFlags, up_to: int) -> dict:
+    """Prove the law, then compare it with `simulate`'s reuse on every L in
+    1..up_to: the simulated reuse comes from models.every_length (the model's
+    step and restore test, every length at once), itself spot-checked here
+    against `simulate` on SPOT_CHECKS lengths."""
     variant = get_variant(variant_name)
     p = plan(variant, resolve_deployment(load_model(model), flags, variant).geometry)
     started = time.perf_counter()
     law = prove_hit_law(p)
     proved_in = time.perf_counter() - started
-    row = {"model": model, "variant": variant_name, "proved": law.proved, "prove_s": proved_in, "mismatches": []}
+    row = {
+        "model": model,
+        "variant": variant_name,
+        "proved": law.proved,
+        "prove_s": proved_in,
+        "mismatches": [],
+        "spot_mismatches": [],
+    }
     if not law.proved:
         row["reason"] = law.reason
         return row
     started = time.perf_counter()
-    lengths = prompt_lengths(up_to, windows, window_width)
-    for count, tokens in enumerate(lengths, 1):
-        if law(tokens) != simulated_hit(p, tokens):
-            row["mismatches"].append(tokens)
-            if len(row["mismatches"]) >= 5:
-                break
-        if count % 5_000 == 0:
-            print(
-                f"  {model} {variant_name}: {count:,} of {len(lengths):,} lengths compared", file=sys.stderr, flush=True
-            )
-    row["compared"] = len(lengths)
+    simulated = gpu_reuse_every_length(p, p.geometry.deployment.max_num_scheduled_tokens, up_to)
+    lengths = numpy.arange(1, up_to + 1, dtype=numpy.int64)
+    predicted = numpy.broadcast_to(law(lengths), lengths.shape)
+    row["mismatches"] = [int(n) for n in lengths[predicted != simulated][:5]]
+    spots = sorted(random.Random(0).sample(range(1, up_to + 1), min(SPOT_CHECKS, up_to)))
+    row["spot_mismatches"] = [n for n in spots if simulated[n - 1] != simulated_hit(p, n) or law(n) != simulated[n - 1]]
+    row["compared"] = up_to
     row["compare_s"] = time.perf_counter() - started
     row["form"] = law.form
     return row
@@ -117,8 +120,6 @@ def timing(models: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m proofs.bench_check", description=__doc__.split("\n")[0])
     parser.add_argument("--up-to", type=int, default=200_000, help="compare every L up to this (default 200,000)")
-    parser.add_argument("--windows", type=int, default=0, help="and every L near each multiple of 12,288 up to this")
-    parser.add_argument("--window-width", type=int, default=512)
     parser.add_argument("--model", action="append", choices=builtin_model_names())
     parser.add_argument("--timing", action="store_true", help="time one `gridproof check` per deployment instead")
     args = parser.parse_args(argv)
@@ -127,16 +128,21 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for model, variant, flags in deployments(args.model or builtin_model_names()):
         print(f"{model} {variant}: proving the hit law", file=sys.stderr, flush=True)
-        rows.append(compare(model, variant, flags, args.up_to, args.windows, args.window_width))
+        rows.append(compare(model, variant, flags, args.up_to))
         row = rows[-1]
         print(
             f"{model:<14} {variant:<14} {'PROVED' if row['proved'] else 'NOT PROVED':<10} "
             f"prove {row['prove_s']:.1f} s  {row.get('compared', 0):,} lengths, "
             f"mismatches: {row['mismatches'] or 'none'}"
-            + (f"  ({row['reason']})" if not row["proved"] else f"  compare {row['compare_s']:.0f} s"),
+            + (
+                f"  ({row['reason']})"
+                if not row["proved"]
+                else f"  compare {row['compare_s']:.1f} s; {SPOT_CHECKS} spot checks against simulate: "
+                f"{row['spot_mismatches'] or 'agree'}"
+            ),
             flush=True,
         )
-    return 0 if all(r["proved"] and not r["mismatches"] for r in rows) else 1
+    return 0 if all(r["proved"] and not r["mismatches"] and not r["spot_mismatches"] for r in rows) else 1
 
 
 if __name__ == "__main__":
