@@ -366,6 +366,11 @@ def _context() -> SymbolicContext:
     return context
 
 
+def active_context() -> SymbolicContext:
+    """The symbolic context of the model calls being read (an error outside one)."""
+    return _context()
+
+
 def _term(x: object) -> z3.ExprRef:
     if isinstance(x, z3.ExprRef):
         return x
