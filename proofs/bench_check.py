@@ -26,6 +26,7 @@ import time
 import numpy
 
 from models.deploy import ServeFlags, resolve_deployment
+from models.errors import GridproofError
 from models.every_length import gpu_reuse_every_length
 from models.hf_config import builtin_model_names, load_model
 from models.plan import plan
@@ -117,14 +118,78 @@ def timing(models: list[str]) -> int:
     return 0
 
 
+SWEEP_VARIANTS = ("baseline", "pr457", "pr457-guarded")
+SWEEP_PARALLEL = ((1, 1), (8, 2))  # (TP, DCP)
+SWEEP_MAMBA_BLOCK = (None, 4096)
+SWEEP_BUDGET = (None, 2048)
+SWEEP_SPECULATION = (None, {"method": "eagle", "num_speculative_tokens": 3})
+
+
+def sweep_configurations(models: list[str]):
+    """Each built-in model under each variant and common flags: TP/DCP,
+    --mamba-block-size, the budget, an EAGLE drafter, native offload with it."""
+    for model in models:
+        for variant in SWEEP_VARIANTS:
+            for tp, dcp in SWEEP_PARALLEL:
+                for mamba_block in SWEEP_MAMBA_BLOCK:
+                    for budget in SWEEP_BUDGET:
+                        for speculation in SWEEP_SPECULATION:
+                            offload = {"kv_connector": "OffloadingConnector"} if speculation else None
+                            yield (
+                                model,
+                                variant,
+                                ServeFlags(
+                                    tensor_parallel_size=tp,
+                                    decode_context_parallel_size=dcp,
+                                    mamba_block_size=mamba_block,
+                                    max_num_scheduled_tokens=budget,
+                                    speculative_config=speculation,
+                                    kv_transfer_config=offload,
+                                ),
+                            )
+
+
+def sweep(models: list[str]) -> int:
+    """The hit law's verdict over sweep_configurations: counts, and every
+    configuration whose law is not PROVED, with the reason."""
+    counts: dict[str, int] = {}
+    started = time.perf_counter()
+    for model, variant_name, flags in sweep_configurations(models):
+        variant = get_variant(variant_name)
+        words = f"{model} --variant {variant_name} {shlex.join(_command_flags(flags))}"
+        try:
+            p = plan(variant, resolve_deployment(load_model(model), flags, variant).geometry)
+        except GridproofError as error:
+            verdict, detail = "bad input", str(error)
+        else:
+            if variant.guarded and not p.accepted:
+                verdict, detail = "refused by the variant", ""
+            else:
+                proving = time.perf_counter()
+                law = prove_hit_law(p)
+                seconds = time.perf_counter() - proving
+                verdict = f"PROVED ({law.extra['form']} form)" if law.proved else "NOT PROVED"
+                detail = law.reason or f"{seconds:.1f} s"
+        counts[verdict] = counts.get(verdict, 0) + 1
+        if verdict == "NOT PROVED":
+            print(f"{verdict}: {words}: {detail}", flush=True)
+    total = sum(counts.values())
+    summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+    print(f"{total} configurations in {time.perf_counter() - started:.0f} s: {summary}", flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m proofs.bench_check", description=__doc__.split("\n")[0])
     parser.add_argument("--up-to", type=int, default=200_000, help="compare every L up to this (default 200,000)")
     parser.add_argument("--model", action="append", choices=builtin_model_names())
     parser.add_argument("--timing", action="store_true", help="time one `gridproof check` per deployment instead")
+    parser.add_argument("--sweep", action="store_true", help="the hit law's verdict over common flags instead")
     args = parser.parse_args(argv)
     if args.timing:
         return timing(args.model or builtin_model_names())
+    if args.sweep:
+        return sweep(args.model or builtin_model_names())
     rows = []
     for model, variant, flags in deployments(args.model or builtin_model_names()):
         print(f"{model} {variant}: proving the hit law", file=sys.stderr, flush=True)

@@ -446,8 +446,10 @@ def _decide_all(formulas, variant, rlimit) -> Outcome:
     """`formulas`: (formula, its variables) pairs, decided in order until one is not PROVED."""
     outcomes = []
     for formula, variables in formulas:
+        # A hypothesis a sibling obligation showed needed is in the joined report anyway.
+        known = {h for o in outcomes for h in o.hypotheses_used if h not in o.hypotheses_unconfirmed}
         with fresh_context():
-            outcome = decide(formula, variables, variant, rlimit=rlimit, strategy="linear")
+            outcome = decide(formula, variables, variant, rlimit=rlimit, strategy="linear", known_needed=known)
         outcomes.append(outcome)
         if outcome.verdict != PROVED:
             return outcome
@@ -524,10 +526,9 @@ def prove_hit_law(plan: Plan, rlimit: int = RLIMIT) -> HitLaw:
     if isinstance(setting, str):
         return HitLaw(False, None, "", reason=setting)
     outcome = None
+    attempts = []
     for name in ("lcp", "lcp-or-grid", "exit"):
         general = name == "exit"
-        if general and outcome.verdict != "REFUTED":
-            break  # a simpler form that holds on every sample but is undecided: the general one fares no better
         for _ in range(3):
             run, unrolling = setting.run, setting.unrolling
             law = {
@@ -551,7 +552,8 @@ def prove_hit_law(plan: Plan, rlimit: int = RLIMIT) -> HitLaw:
             if longer is None:
                 break
             setting = longer
-    reason = f"no form proved ({outcome.verdict}: {outcome.reason})"
+        attempts.append(f"{name}: {outcome.verdict}" + (f" ({outcome.reason})" if outcome.reason else ""))
+    reason = f"no form proved ({'; '.join(attempts)})"
     return HitLaw(False, outcome, "", free_run=setting.run, tail_steps=setting.unrolling.tail, reason=reason)
 
 

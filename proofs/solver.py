@@ -137,6 +137,7 @@ def decide(
     lemmas: bool = True,
     solver_options: Sequence[tuple[str, object]] = (),
     strategy: str = "core",
+    known_needed: Sequence[str] = (),
 ) -> Outcome:
     """PROVED, REFUTED (replayed), UNKNOWN, VACUOUS or ERROR for one obligation.
 
@@ -147,7 +148,10 @@ def decide(
     False leaves the derived lemma families out (sound either way: they are
     valid facts, and some goals close sooner without them). `solver_options`
     are Z3 parameters set while it is decided, and written into the SMT-LIB
-    text. `strategy` names how each query is solved (STRATEGIES)."""
+    text. `strategy` names how each query is solved (STRATEGIES).
+    `known_needed`: hypotheses already shown needed elsewhere (a sibling
+    obligation whose report this one's joins): reported used, with no
+    deletion check of their own."""
     started = time.perf_counter()
     budget = _Budget(rlimit)
     problem = None
@@ -167,7 +171,7 @@ def decide(
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown solver strategy {strategy!r} (known: {', '.join(STRATEGIES)})")
         with _global_parameters(problem.solver_options):
-            outcome = problem.decide(tuple(case_split), refute_first)
+            outcome = problem.decide(tuple(case_split), refute_first, set(known_needed))
     except Exception as error:  # an encoding bug must surface as ERROR, never as a verdict
         outcome = Outcome(ERROR, reason=f"{type(error).__name__}: {error}")
     budget.charge()
@@ -314,7 +318,7 @@ class _Problem:
             cache.store(key, result, solver.rlimit_cap, answer.reason, answer.cost)
         return answer
 
-    def decide(self, case_split: tuple[str, ...], refute_first: bool) -> Outcome:
+    def decide(self, case_split: tuple[str, ...], refute_first: bool, known_needed: set[str] = frozenset()) -> Outcome:
         booleans = {v.name for v in self.variables if v.kind is Kind.BOOL}
         unknown = [n for n in case_split if n not in booleans]
         if unknown:
@@ -338,7 +342,7 @@ class _Problem:
         queries: list[Query] = []
         for case in cases:
             label = _case_label(case)
-            known = set(used)
+            known = set(used) | known_needed
             out = self._decide_case(case, searched=refute_first, known_needed=known)
             # A case the hypotheses exclude is proved by the hypotheses that
             # exclude it: they are used, each checked. A proof keeps `known`
