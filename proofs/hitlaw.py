@@ -46,7 +46,7 @@ MAX_FREE_RUN_STEPS = 10_000
 MAX_CLASSES = 64
 MAX_FREE_RUN_POINTS = 100_000  # enumerated concretely, once per deployment
 RLIMIT = 30_000_000  # per obligation of the general form
-SIMPLE_RLIMIT = 8_000_000  # per obligation of a printed closed form
+SIMPLE_RLIMIT = 3_000_000  # per obligation of a printed closed form (those proved take under 1,000,000)
 
 
 @dataclass(frozen=True)

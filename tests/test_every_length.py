@@ -5,6 +5,7 @@ against it for every built-in deployment."""
 
 from __future__ import annotations
 
+import json
 import random
 
 import numpy
@@ -87,3 +88,26 @@ def test_a_law_one_block_late_is_caught_by_the_comparison():
     lengths = numpy.arange(1, 40_001)
     late = last_cacheable_position(p.variant, p.split, lengths + p.split.block)
     assert (late != reuse).any()
+
+
+def test_check_verifies_the_law_against_simulate_when_asked(capsys):
+    from proofs.cli import main
+
+    status = main(["check", "--model", "qwen3-next", "--verify-law-up-to", "30000", "--json"])
+    law = json.loads(capsys.readouterr().out)["hit_law"]
+    assert status == 0
+    assert law["against_simulate"] == {"up_to": 30_000, "mismatches": []}
+
+
+def test_a_wrong_law_is_reported_as_disagreeing_with_simulate():
+    from dataclasses import replace
+
+    from proofs.deployment_check import law_against_simulate
+    from proofs.hitlaw import prove_hit_law
+
+    model, variant, flags = DEPLOYMENTS[0]
+    p = _plan(model, variant, flags)
+    law = prove_hit_law(p)
+    late = replace(law, law=lambda n: law.law(n + p.split.block))
+    assert law_against_simulate(p, law, 30_000)["mismatches"] == []
+    assert law_against_simulate(p, late, 30_000)["mismatches"] != []
