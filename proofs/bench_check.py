@@ -1,8 +1,10 @@
 """The hit law of `gridproof check` against `simulate`, every prompt length;
-and, with --timing, how long `gridproof check` takes per deployment.
+with --timing, how long `gridproof check` takes per deployment; with
+--sweep, the law's verdict over common flags.
 
     python3 -m proofs.bench_check [--up-to 200000] [--model NAME ...]
     python3 -m proofs.bench_check --timing
+    python3 -m proofs.bench_check --sweep
 
 For each built-in model (vLLM's defaults, baseline) and the Kimi-K3 judging
 deployments, proves the hit law, then compares it with what `simulate`
@@ -118,6 +120,7 @@ def timing(models: list[str]) -> int:
     return 0
 
 
+SLOW_SECONDS = 1.5  # a proved law slower than this is listed too
 SWEEP_VARIANTS = ("baseline", "pr457", "pr457-guarded")
 SWEEP_PARALLEL = ((1, 1), (8, 2))  # (TP, DCP)
 SWEEP_MAMBA_BLOCK = (None, 4096)
@@ -150,13 +153,15 @@ def sweep_configurations(models: list[str]):
 
 
 def sweep(models: list[str]) -> int:
-    """The hit law's verdict over sweep_configurations: counts, and every
-    configuration whose law is not PROVED, with the reason."""
+    """The hit law's verdict over sweep_configurations: counts, every
+    configuration whose law is not PROVED (with what each form gave), and
+    those proved in more than SLOW_SECONDS."""
     counts: dict[str, int] = {}
     started = time.perf_counter()
     for model, variant_name, flags in sweep_configurations(models):
         variant = get_variant(variant_name)
         words = f"{model} --variant {variant_name} {shlex.join(_command_flags(flags))}"
+        seconds = 0.0
         try:
             p = plan(variant, resolve_deployment(load_model(model), flags, variant).geometry)
         except GridproofError as error:
@@ -173,6 +178,11 @@ def sweep(models: list[str]) -> int:
         counts[verdict] = counts.get(verdict, 0) + 1
         if verdict == "NOT PROVED":
             print(f"{verdict}: {words}: {detail}", flush=True)
+        elif verdict.startswith("PROVED") and seconds > SLOW_SECONDS:
+            print(f"{verdict} in {seconds:.1f} s: {words}", flush=True)
+        done = sum(counts.values())
+        if done % 24 == 0:
+            print(f"  {done} configurations, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     total = sum(counts.values())
     summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
     print(f"{total} configurations in {time.perf_counter() - started:.0f} s: {summary}", flush=True)
