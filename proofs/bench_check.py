@@ -120,7 +120,7 @@ def timing(models: list[str]) -> int:
     return 0
 
 
-SLOW_SECONDS = 1.5  # a proved law slower than this is listed too
+SLOW_SECONDS = 1.5  # a proved law taking more CPU seconds than this is listed too
 SWEEP_VARIANTS = ("baseline", "pr457", "pr457-guarded")
 SWEEP_PARALLEL = ((1, 1), (8, 2))  # (TP, DCP)
 SWEEP_MAMBA_BLOCK = (None, 4096)
@@ -152,13 +152,46 @@ def sweep_configurations(models: list[str]):
                             )
 
 
-def sweep(models: list[str]) -> int:
+WIDE = {
+    "tensor_parallel_size, decode_context_parallel_size": ((1, 1), (2, 1), (4, 2), (8, 1), (8, 4), (16, 16)),
+    "block_size": (None, 16, 64, 256),
+    "mamba_block_size": (None, 1000, 2048, 4096, 8192, 12288),
+    "max_num_scheduled_tokens": (None, 512, 2048, 3000, 5000, 16384),
+    "long_prefill_token_threshold": (0, 0, 1024),
+    "speculative": (None, "eagle", "mtp", "eagle+offload"),
+}
+SPECULATION = {
+    None: {},
+    "eagle": {"speculative_config": {"method": "eagle", "num_speculative_tokens": 3}},
+    "mtp": {"speculative_config": {"method": "mtp", "num_speculative_tokens": 2}},
+    "eagle+offload": {
+        "speculative_config": {"method": "eagle", "num_speculative_tokens": 3},
+        "kv_transfer_config": {"kv_connector": "OffloadingConnector"},
+    },
+}
+
+
+def wide_configurations(models: list[str], count: int, seed: int = 0):
+    """`count` configurations drawn at random from the WIDE values, every
+    model and variant alike."""
+    rng = random.Random(seed)
+    for _ in range(count):
+        pick = {name: rng.choice(values) for name, values in WIDE.items()}
+        tp, dcp = pick.pop("tensor_parallel_size, decode_context_parallel_size")
+        flags = ServeFlags(
+            tensor_parallel_size=tp, decode_context_parallel_size=dcp, **SPECULATION[pick.pop("speculative")], **pick
+        )
+        yield rng.choice(models), rng.choice(SWEEP_VARIANTS), flags
+
+
+def sweep(models: list[str], wide: int = 0) -> int:
     """The hit law's verdict over sweep_configurations: counts, every
     configuration whose law is not PROVED (with what each form gave), and
     those proved in more than SLOW_SECONDS."""
     counts: dict[str, int] = {}
     started = time.perf_counter()
-    for model, variant_name, flags in sweep_configurations(models):
+    configurations = wide_configurations(models, wide) if wide else sweep_configurations(models)
+    for model, variant_name, flags in configurations:
         variant = get_variant(variant_name)
         words = f"{model} --variant {variant_name} {shlex.join(_command_flags(flags))}"
         seconds = 0.0
@@ -170,16 +203,16 @@ def sweep(models: list[str]) -> int:
             if variant.guarded and not p.accepted:
                 verdict, detail = "refused by the variant", ""
             else:
-                proving = time.perf_counter()
+                proving = time.process_time()  # CPU: Z3 runs in this process; wall time follows the load
                 law = prove_hit_law(p)
-                seconds = time.perf_counter() - proving
+                seconds = time.process_time() - proving
                 verdict = f"PROVED ({law.extra['form']} form)" if law.proved else "NOT PROVED"
                 detail = law.reason or f"{seconds:.1f} s"
         counts[verdict] = counts.get(verdict, 0) + 1
         if verdict == "NOT PROVED":
             print(f"{verdict}: {words}: {detail}", flush=True)
         elif verdict.startswith("PROVED") and seconds > SLOW_SECONDS:
-            print(f"{verdict} in {seconds:.1f} s: {words}", flush=True)
+            print(f"{verdict} in {seconds:.1f} s of CPU: {words}", flush=True)
         done = sum(counts.values())
         if done % 24 == 0:
             print(f"  {done} configurations, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
@@ -195,11 +228,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", action="append", choices=builtin_model_names())
     parser.add_argument("--timing", action="store_true", help="time one `gridproof check` per deployment instead")
     parser.add_argument("--sweep", action="store_true", help="the hit law's verdict over common flags instead")
+    parser.add_argument(
+        "--wide",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --sweep: N configurations drawn at random from wider values",
+    )
     args = parser.parse_args(argv)
     if args.timing:
         return timing(args.model or builtin_model_names())
     if args.sweep:
-        return sweep(args.model or builtin_model_names())
+        return sweep(args.model or builtin_model_names(), args.wide)
     rows = []
     for model, variant, flags in deployments(args.model or builtin_model_names()):
         print(f"{model} {variant}: proving the hit law", file=sys.stderr, flush=True)

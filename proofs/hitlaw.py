@@ -39,7 +39,7 @@ from models.plan import Plan
 from models.prefill import prefill_step, publishes
 from models.reuse import gpu_restorable
 from models.scheduler import last_cacheable_position, prefill_end
-from proofs.solver import PROVED, Claim, Kind, Outcome, Var, decide, fresh_context
+from proofs.solver import PROVED, VACUOUS, Claim, Kind, Outcome, Var, decide, fresh_context
 
 FAR = 10**12  # a prompt length beyond every stop of the free run
 MAX_FREE_RUN_STEPS = 10_000
@@ -443,17 +443,39 @@ LEMMA_VARIABLES = (Var("L", Kind.INT), Var("c", Kind.INT), Var("m", Kind.INT))
 
 
 def _decide_all(formulas, variant, rlimit) -> Outcome:
-    """`formulas`: (formula, its variables) pairs, decided in order until one is not PROVED."""
+    """`formulas`: (formula, its variables, instead) triples, decided in
+    order until one is not PROVED. `instead`: for an obligation whose
+    hypotheses turn out to contradict each other (VACUOUS), the claim that
+    proves the case needs none (or None)."""
     outcomes = []
-    for formula, variables in formulas:
+    for formula, variables, instead in formulas:
         # A hypothesis a sibling obligation showed needed is in the joined report anyway.
         known = {h for o in outcomes for h in o.hypotheses_used if h not in o.hypotheses_unconfirmed}
         with fresh_context():
             outcome = decide(formula, variables, variant, rlimit=rlimit, strategy="linear", known_needed=known)
+        if outcome.verdict == VACUOUS and instead is not None:
+            with fresh_context():
+                outcome = decide(instead, variables, variant, rlimit=rlimit, strategy="linear", known_needed=known)
         outcomes.append(outcome)
         if outcome.verdict != PROVED:
             return outcome
     return _joined(outcomes)
+
+
+def never_leaves_at(plan: Plan, run: FreeRun, residue: int):
+    """No prompt length leaves the free run at a point of this residue (with
+    the point before staying): then the residue's obligation has nothing to
+    show. Its hypotheses hold of every L and point, so it is never vacuous."""
+
+    def formula(variant, x):
+        tokens, t = x["L"], x["t"]
+        _, hypotheses = _exit_hypotheses(plan, run, residue, t, tokens)
+        exits_here = arith.all_of(
+            hypotheses.pop("the prefill leaves the free run here"), hypotheses.pop("and not at the point before")
+        )
+        return Claim(hypotheses=hypotheses, goal=arith.negate(exits_here))
+
+    return formula
 
 
 @dataclass(frozen=True)
@@ -500,10 +522,12 @@ def decide_law(setting: Setting, law, general: bool = False, rlimit: int = RLIMI
     """Z3's verdict on `law` (tokens -> restored tokens) for every prompt length."""
     plan, run, unrolling = setting.plan, setting.run, setting.unrolling
     residues = range(len(run.points))
-    formulas = [(obligation(plan, run, law, unrolling, j, general), VARIABLES) for j in residues]
+    formulas = [
+        (obligation(plan, run, law, unrolling, j, general), VARIABLES, never_leaves_at(plan, run, j)) for j in residues
+    ]
     if general:
-        formulas = [(no_exit_below_window(plan, run, unrolling, j), VARIABLES) for j in residues] + formulas
-    lemma = (free_run_best_is_largest(plan, run, unrolling), LEMMA_VARIABLES)
+        formulas = [(no_exit_below_window(plan, run, unrolling, j), VARIABLES, None) for j in residues] + formulas
+    lemma = (free_run_best_is_largest(plan, run, unrolling), LEMMA_VARIABLES, None)
     return _decide_all([lemma, *formulas], plan.variant, rlimit)
 
 
