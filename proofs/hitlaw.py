@@ -39,7 +39,7 @@ from models.plan import Plan
 from models.prefill import prefill_step, publishes
 from models.reuse import gpu_restorable
 from models.scheduler import last_cacheable_position, prefill_end
-from proofs.solver import PROVED, VACUOUS, Claim, Kind, Outcome, Var, decide, fresh_context
+from proofs.solver import PROVED, UNKNOWN, VACUOUS, Claim, Kind, Outcome, Var, decide, fresh_context
 
 FAR = 10**12  # a prompt length beyond every stop of the free run
 MAX_FREE_RUN_STEPS = 10_000
@@ -442,20 +442,24 @@ VARIABLES = (Var("L", Kind.INT), Var("t", Kind.INT))
 LEMMA_VARIABLES = (Var("L", Kind.INT), Var("c", Kind.INT), Var("m", Kind.INT))
 
 
-def _decide_all(formulas, variant, rlimit) -> Outcome:
+def _decide_all(formulas, variant, rlimit, strategies=("linear",)) -> Outcome:
     """`formulas`: (formula, its variables, instead) triples, decided in
     order until one is not PROVED. `instead`: for an obligation whose
     hypotheses turn out to contradict each other (VACUOUS), the claim that
-    proves the case needs none (or None)."""
+    proves the case needs none (or None). An obligation left UNKNOWN is
+    posed again under each further strategy of `strategies`."""
     outcomes = []
     for formula, variables, instead in formulas:
         # A hypothesis a sibling obligation showed needed is in the joined report anyway.
         known = {h for o in outcomes for h in o.hypotheses_used if h not in o.hypotheses_unconfirmed}
-        with fresh_context():
-            outcome = decide(formula, variables, variant, rlimit=rlimit, strategy="linear", known_needed=known)
-        if outcome.verdict == VACUOUS and instead is not None:
+        for strategy in strategies:
             with fresh_context():
-                outcome = decide(instead, variables, variant, rlimit=rlimit, strategy="linear", known_needed=known)
+                outcome = decide(formula, variables, variant, rlimit=rlimit, strategy=strategy, known_needed=known)
+            if outcome.verdict == VACUOUS and instead is not None:
+                with fresh_context():
+                    outcome = decide(instead, variables, variant, rlimit=rlimit, strategy=strategy, known_needed=known)
+            if outcome.verdict != UNKNOWN:
+                break
         outcomes.append(outcome)
         if outcome.verdict != PROVED:
             return outcome
@@ -528,7 +532,10 @@ def decide_law(setting: Setting, law, general: bool = False, rlimit: int = RLIMI
     if general:
         formulas = [(no_exit_below_window(plan, run, unrolling, j), VARIABLES, None) for j in residues] + formulas
     lemma = (free_run_best_is_largest(plan, run, unrolling), LEMMA_VARIABLES, None)
-    return _decide_all([lemma, *formulas], plan.variant, rlimit)
+    # The general form's queries are the largest: one Z3 leaves undecided
+    # under the linear tactics is posed again to Z3's default solver.
+    strategies = ("linear", "default") if general else ("linear",)
+    return _decide_all([lemma, *formulas], plan.variant, rlimit, strategies)
 
 
 def _longer(setting: Setting, outcome: Outcome) -> Setting | None:

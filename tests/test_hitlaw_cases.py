@@ -73,3 +73,19 @@ def test_the_completeness_lemma_is_refuted_with_too_few_candidates():
                 hitlaw.free_run_best_is_largest(p, setting.run, unrolling), hitlaw.LEMMA_VARIABLES, p.variant
             )
         assert outcome.verdict == verdict
+
+
+def test_a_general_obligation_the_linear_tactics_leave_undecided_goes_to_the_default_solver():
+    # Under the linear tactics the exit form's obligation ends UNKNOWN at the
+    # rlimit here; Z3's default solver proves it.
+    p = _plan(
+        "kimi-k3",
+        "pr457",
+        tensor_parallel_size=8,
+        block_size=256,
+        mamba_block_size=1000,
+        speculative_config={"method": "mtp", "num_speculative_tokens": 2},
+    )
+    law = hitlaw.prove_hit_law(p)
+    assert law.proved and law.extra["form"] == "exit", law.reason
+    assert law_against_simulate(p, law, 40_000)["mismatches"] == []
