@@ -10,18 +10,20 @@ largest published checkpoint a later request can restore. Read for every L:
 2. For a given L the prefill follows the free run up to the first point c
    where its step ends elsewhere (a stop of L, or the prompt's end); from c
    on, at most K steps finish the prefill.
-3. The obligation, with L, the free-run point c = b_j + t*U and a point of
-   the free grid m symbolic: if c is a point where the step leaves the free
-   run and the point before it does not, then (a) the K steps from c finish
-   the prefill, and (b) the largest restorable published end, over the free
-   run up to c and the K steps, equals the closed form. The steps, the
-   publication and the restore test are the model's own functions
-   (models.prefill.prefill_step, models.prefill.publishes,
-   models.reuse.gpu_restorable), read as Z3 terms.
+3. The obligation, with L and the free-run point c = b_j + t*U symbolic:
+   if c is a point where the step leaves the free run and the point before
+   it does not, then (a) c lies before the prefill's end, (b) the K steps
+   from c finish the prefill, and (c) the largest restorable published end,
+   over the free run up to c and the K steps, equals the closed form. The
+   steps, the publication and the restore test are the model's own
+   functions (models.prefill.prefill_step, models.prefill.publishes,
+   models.reuse.gpu_restorable), read as Z3 terms. A residue no prompt ever
+   leaves at is settled by proving that instead (`never_leaves_at`).
 The real first exit point satisfies the hypotheses, so the law holds for
 every L. The largest restorable point of the free run is found among its
-last few candidates per residue class; a clause of the goal shows that no
-earlier point of the class could be larger than all of them.
+last few candidates per residue class; a lemma with no prefill step in it
+(`free_run_best_is_largest`) shows that no other free-run point below the
+prefill's end could be larger.
 """
 
 from __future__ import annotations
