@@ -1,6 +1,8 @@
 """The dual arithmetic every model function computes with.
 
-Called on Python ints it computes exactly what Python does. Called with any Z3
+Called on Python ints it computes exactly what Python does. Called with numpy
+integer arrays it computes the same, lane by lane (one model call for many
+inputs at once: `models/every_length.py`). Called with any Z3
 term it returns Z3 terms, and every floor division becomes a fresh quotient and
 remainder pinned by linear-in-the-witness constraints recorded in the active
 `SymbolicContext`: Z3's own `/` and `%` on a symbolic divisor turn proofs into
@@ -11,6 +13,7 @@ timeouts. Model code never writes `//`,
 from __future__ import annotations
 
 import contextvars
+import functools
 import math
 import sys
 from collections.abc import Iterable, Iterator
@@ -35,6 +38,21 @@ def is_symbolic(*values: object) -> bool:
         if isinstance(v, z3.ExprRef):
             return True
     return False
+
+
+def is_vector(*values: object) -> bool:
+    """Whether any value is a numpy array or scalar: the lane-by-lane reading.
+    Read off the type's module, so the int and Z3 readings never import numpy."""
+    for v in values:
+        if type(v).__module__ == "numpy":
+            return True
+    return False
+
+
+def _numpy():
+    import numpy
+
+    return numpy
 
 
 class SymbolicContext:
@@ -419,6 +437,11 @@ def z3_context_of(*values: object) -> z3.Context:
     raise TypeError("no symbolic value to take a Z3 context from")
 
 
+def active_context() -> SymbolicContext:
+    """The symbolic context of the model calls being read (an error outside one)."""
+    return _context()
+
+
 def _term(x: object, ctx: z3.Context) -> z3.ExprRef:
     if isinstance(x, z3.ExprRef):
         return x
@@ -441,6 +464,7 @@ def as_term(x: object, ctx: z3.Context) -> z3.ExprRef:
 def floordiv(x, d):
     if is_symbolic(x, d):
         return _context().divide(*_terms(x, d))[0]
+    _check_vector_divisor(x, d)
     try:
         return x // d
     except ZeroDivisionError:
@@ -452,6 +476,7 @@ def floordiv(x, d):
 def mod(x, d):
     if is_symbolic(x, d):
         return _context().divide(*_terms(x, d))[1]
+    _check_vector_divisor(x, d)
     try:
         return x % d
     except ZeroDivisionError:
@@ -487,6 +512,12 @@ def _recorded_division_by_zero() -> bool:
     return True
 
 
+def _check_vector_divisor(x, d) -> None:
+    """numpy divides by zero silently (0, and a warning): raise as Python does."""
+    if is_vector(x, d) and not _numpy().all(d != 0):
+        raise ZeroDivisionError("integer division or modulo by zero (in some lane)")
+
+
 def cdiv(x, d):
     """vLLM's `cdiv`: -(x // -d), i.e. the ceiling of x / d."""
     return -floordiv(-x, d)
@@ -510,8 +541,14 @@ def divides(d, x):
 
 
 def ite(condition, then, otherwise):
+    if condition is True:
+        return then
+    if condition is False:
+        return otherwise
     if is_symbolic(condition):
         return _if(condition, _term(then, condition.ctx), _term(otherwise, condition.ctx))
+    if is_vector(condition):
+        return _numpy().where(condition, then, otherwise)
     return then if condition else otherwise
 
 
@@ -541,6 +578,8 @@ def all_of(*conditions):
     if is_symbolic(*conditions):
         terms = _terms(*conditions)
         return _and(*terms) if _booleans(terms) else z3.And(*terms)
+    if is_vector(*conditions):
+        return functools.reduce(_numpy().logical_and, conditions, True)
     return all(conditions)
 
 
@@ -548,6 +587,8 @@ def any_of(*conditions):
     if is_symbolic(*conditions):
         terms = _terms(*conditions)
         return _or(*terms) if _booleans(terms) else z3.Or(*terms)
+    if is_vector(*conditions):
+        return functools.reduce(_numpy().logical_or, conditions, False)
     return any(conditions)
 
 
@@ -557,6 +598,8 @@ def negate(condition):
             context = condition.ctx
             return z3.BoolRef(z3.Z3_mk_not(context.ref(), condition.as_ast()), context)
         return z3.Not(condition)
+    if is_vector(condition):
+        return _numpy().logical_not(condition)
     return not condition
 
 

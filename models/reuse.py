@@ -48,6 +48,11 @@ def gpu_restorable(
     )
 
 
+def published_gpu_restorable(position, target_spans, eagle_spans, eagle_drop, lookahead, cached_tokens, new_tokens):
+    """The test `gpu_restore` puts to each published position."""
+    return gpu_restorable(position, True, target_spans, eagle_spans, eagle_drop, lookahead, cached_tokens, new_tokens)
+
+
 def gpu_restore(
     published: Iterable[int] | Positions,
     target_spans,
@@ -60,8 +65,8 @@ def gpu_restore(
     """The longest prefix the GPU prefix cache restores (0: none)."""
 
     def restorable(position: int) -> bool:
-        return gpu_restorable(
-            position, True, target_spans, eagle_spans, eagle_drop, lookahead, cached_tokens, new_tokens
+        return published_gpu_restorable(
+            position, target_spans, eagle_spans, eagle_drop, lookahead, cached_tokens, new_tokens
         )
 
     # Two spans and the lookahead below the end, only the divisibility by the spans is left to decide.

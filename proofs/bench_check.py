@@ -1,13 +1,16 @@
 """The hit law of `gridproof check` against `simulate`, every prompt length;
-and, with --timing, how long `gridproof check` takes per deployment.
+with --timing, how long `gridproof check` takes per deployment; with
+--sweep, the law's verdict over common flags.
 
     python3 -m proofs.bench_check [--up-to 200000] [--model NAME ...]
     python3 -m proofs.bench_check --timing
+    python3 -m proofs.bench_check --sweep
 
 For each built-in model (vLLM's defaults, baseline) and the Kimi-K3 judging
 deployments, proves the hit law, then compares it with what `simulate`
-reports a later identical request restores, for every L from 1 to --up-to.
-Prints one progress line per 20,000 prompt lengths, and a table at the end;
+reports a later identical request restores, for every L from 1 to --up-to
+(models/every_length.py: the model's functions on every length at once,
+spot-checked against `simulate` itself). Prints one line per deployment;
 exits 1 on any mismatch or unproved law.
 """
 
@@ -15,19 +18,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import resource
 import shlex
 import subprocess
 import sys
 import time
 
+import numpy
+
 from models.deploy import ServeFlags, resolve_deployment
+from models.errors import GridproofError
+from models.every_length import gpu_reuse_every_length
 from models.hf_config import builtin_model_names, load_model
 from models.plan import plan
 from models.variants import get_variant
 from proofs.hitlaw import prove_hit_law, simulated_hit
-
-WINDOW_STEP = 12_288  # Kimi-K3's target span: a multiple of most pages' grids too
 
 KIMI_K3 = {
     "tensor_parallel_size": 16,
@@ -47,38 +53,38 @@ def deployments(models: list[str]):
         yield name, "baseline", ServeFlags()
 
 
-def prompt_lengths(up_to: int, windows: int, width: int) -> list[int]:
-    """Every L up to `up_to`; beyond it, every L within `width` of each
-    multiple of WINDOW_STEP up to `windows` (simulate's cost grows with L,
-    so every L to 200,000 takes hours per deployment on a shared machine)."""
-    lengths = set(range(1, up_to + 1))
-    for centre in range(WINDOW_STEP, windows + 1, WINDOW_STEP):
-        lengths.update(range(max(1, centre - width), centre + width + 1))
-    return sorted(lengths)
+SPOT_CHECKS = 200  # prompt lengths also run through `simulate` itself, one prefill each
 
 
-def compare(model: str, variant_name: str, flags: ServeFlags, up_to: int, windows: int, window_width: int) -> dict:
+def compare(model: str, variant_name: str, flags: ServeFlags, up_to: int) -> dict:
+    """Prove the law, then compare it with `simulate`'s reuse on every L in
+    1..up_to: the simulated reuse comes from models.every_length (the model's
+    step and restore test, every length at once), itself spot-checked here
+    against `simulate` on SPOT_CHECKS lengths."""
     variant = get_variant(variant_name)
     p = plan(variant, resolve_deployment(load_model(model), flags, variant).geometry)
     started = time.perf_counter()
     law = prove_hit_law(p)
     proved_in = time.perf_counter() - started
-    row = {"model": model, "variant": variant_name, "proved": law.proved, "prove_s": proved_in, "mismatches": []}
+    row = {
+        "model": model,
+        "variant": variant_name,
+        "proved": law.proved,
+        "prove_s": proved_in,
+        "mismatches": [],
+        "spot_mismatches": [],
+    }
     if not law.proved:
         row["reason"] = law.reason
         return row
     started = time.perf_counter()
-    lengths = prompt_lengths(up_to, windows, window_width)
-    for count, tokens in enumerate(lengths, 1):
-        if law(tokens) != simulated_hit(p, tokens):
-            row["mismatches"].append(tokens)
-            if len(row["mismatches"]) >= 5:
-                break
-        if count % 5_000 == 0:
-            print(
-                f"  {model} {variant_name}: {count:,} of {len(lengths):,} lengths compared", file=sys.stderr, flush=True
-            )
-    row["compared"] = len(lengths)
+    simulated = gpu_reuse_every_length(p, p.geometry.deployment.max_num_scheduled_tokens, up_to)
+    lengths = numpy.arange(1, up_to + 1, dtype=numpy.int64)
+    predicted = numpy.broadcast_to(law(lengths), lengths.shape)
+    row["mismatches"] = [int(n) for n in lengths[predicted != simulated][:5]]
+    spots = sorted(random.Random(0).sample(range(1, up_to + 1), min(SPOT_CHECKS, up_to)))
+    row["spot_mismatches"] = [n for n in spots if simulated[n - 1] != simulated_hit(p, n) or law(n) != simulated[n - 1]]
+    row["compared"] = up_to
     row["compare_s"] = time.perf_counter() - started
     row["form"] = law.form
     return row
@@ -114,29 +120,144 @@ def timing(models: list[str]) -> int:
     return 0
 
 
+SLOW_SECONDS = 1.5  # a proved law taking more CPU seconds than this is listed too
+SWEEP_VARIANTS = ("baseline", "pr457", "pr457-guarded")
+SWEEP_PARALLEL = ((1, 1), (8, 2))  # (TP, DCP)
+SWEEP_MAMBA_BLOCK = (None, 4096)
+SWEEP_BUDGET = (None, 2048)
+SWEEP_SPECULATION = (None, {"method": "eagle", "num_speculative_tokens": 3})
+
+
+def sweep_configurations(models: list[str]):
+    """Each built-in model under each variant and common flags: TP/DCP,
+    --mamba-block-size, the budget, an EAGLE drafter, native offload with it."""
+    for model in models:
+        for variant in SWEEP_VARIANTS:
+            for tp, dcp in SWEEP_PARALLEL:
+                for mamba_block in SWEEP_MAMBA_BLOCK:
+                    for budget in SWEEP_BUDGET:
+                        for speculation in SWEEP_SPECULATION:
+                            offload = {"kv_connector": "OffloadingConnector"} if speculation else None
+                            yield (
+                                model,
+                                variant,
+                                ServeFlags(
+                                    tensor_parallel_size=tp,
+                                    decode_context_parallel_size=dcp,
+                                    mamba_block_size=mamba_block,
+                                    max_num_scheduled_tokens=budget,
+                                    speculative_config=speculation,
+                                    kv_transfer_config=offload,
+                                ),
+                            )
+
+
+WIDE = {
+    "tensor_parallel_size, decode_context_parallel_size": ((1, 1), (2, 1), (4, 2), (8, 1), (8, 4), (16, 16)),
+    "block_size": (None, 16, 64, 256),
+    "mamba_block_size": (None, 1000, 2048, 4096, 8192, 12288),
+    "max_num_scheduled_tokens": (None, 512, 2048, 3000, 5000, 16384),
+    "long_prefill_token_threshold": (0, 0, 1024),
+    "speculative": (None, "eagle", "mtp", "eagle+offload"),
+}
+SPECULATION = {
+    None: {},
+    "eagle": {"speculative_config": {"method": "eagle", "num_speculative_tokens": 3}},
+    "mtp": {"speculative_config": {"method": "mtp", "num_speculative_tokens": 2}},
+    "eagle+offload": {
+        "speculative_config": {"method": "eagle", "num_speculative_tokens": 3},
+        "kv_transfer_config": {"kv_connector": "OffloadingConnector"},
+    },
+}
+
+
+def wide_configurations(models: list[str], count: int, seed: int = 0):
+    """`count` configurations drawn at random from the WIDE values, every
+    model and variant alike."""
+    rng = random.Random(seed)
+    for _ in range(count):
+        pick = {name: rng.choice(values) for name, values in WIDE.items()}
+        tp, dcp = pick.pop("tensor_parallel_size, decode_context_parallel_size")
+        flags = ServeFlags(
+            tensor_parallel_size=tp, decode_context_parallel_size=dcp, **SPECULATION[pick.pop("speculative")], **pick
+        )
+        yield rng.choice(models), rng.choice(SWEEP_VARIANTS), flags
+
+
+def sweep(models: list[str], wide: int = 0) -> int:
+    """The hit law's verdict over sweep_configurations: counts, every
+    configuration whose law is not PROVED (with what each form gave), and
+    those proved in more than SLOW_SECONDS."""
+    counts: dict[str, int] = {}
+    started = time.perf_counter()
+    configurations = wide_configurations(models, wide) if wide else sweep_configurations(models)
+    for model, variant_name, flags in configurations:
+        variant = get_variant(variant_name)
+        words = f"{model} --variant {variant_name} {shlex.join(_command_flags(flags))}"
+        seconds = 0.0
+        try:
+            p = plan(variant, resolve_deployment(load_model(model), flags, variant).geometry)
+        except GridproofError as error:
+            verdict, detail = "bad input", str(error)
+        else:
+            if variant.guarded and not p.accepted:
+                verdict, detail = "refused by the variant", ""
+            else:
+                proving = time.process_time()  # CPU: Z3 runs in this process; wall time follows the load
+                law = prove_hit_law(p)
+                seconds = time.process_time() - proving
+                verdict = f"PROVED ({law.extra['form']} form)" if law.proved else "NOT PROVED"
+                detail = law.reason or f"{seconds:.1f} s"
+        counts[verdict] = counts.get(verdict, 0) + 1
+        if verdict == "NOT PROVED":
+            print(f"{verdict}: {words}: {detail}", flush=True)
+        elif verdict.startswith("PROVED") and seconds > SLOW_SECONDS:
+            print(f"{verdict} in {seconds:.1f} s of CPU: {words}", flush=True)
+        done = sum(counts.values())
+        if done % 24 == 0:
+            print(f"  {done} configurations, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+    total = sum(counts.values())
+    summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+    print(f"{total} configurations in {time.perf_counter() - started:.0f} s: {summary}", flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m proofs.bench_check", description=__doc__.split("\n")[0])
     parser.add_argument("--up-to", type=int, default=200_000, help="compare every L up to this (default 200,000)")
-    parser.add_argument("--windows", type=int, default=0, help="and every L near each multiple of 12,288 up to this")
-    parser.add_argument("--window-width", type=int, default=512)
     parser.add_argument("--model", action="append", choices=builtin_model_names())
     parser.add_argument("--timing", action="store_true", help="time one `gridproof check` per deployment instead")
+    parser.add_argument("--sweep", action="store_true", help="the hit law's verdict over common flags instead")
+    parser.add_argument(
+        "--wide",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --sweep: N configurations drawn at random from wider values",
+    )
     args = parser.parse_args(argv)
     if args.timing:
         return timing(args.model or builtin_model_names())
+    if args.sweep:
+        return sweep(args.model or builtin_model_names(), args.wide)
     rows = []
     for model, variant, flags in deployments(args.model or builtin_model_names()):
         print(f"{model} {variant}: proving the hit law", file=sys.stderr, flush=True)
-        rows.append(compare(model, variant, flags, args.up_to, args.windows, args.window_width))
+        rows.append(compare(model, variant, flags, args.up_to))
         row = rows[-1]
         print(
             f"{model:<14} {variant:<14} {'PROVED' if row['proved'] else 'NOT PROVED':<10} "
             f"prove {row['prove_s']:.1f} s  {row.get('compared', 0):,} lengths, "
             f"mismatches: {row['mismatches'] or 'none'}"
-            + (f"  ({row['reason']})" if not row["proved"] else f"  compare {row['compare_s']:.0f} s"),
+            + (
+                f"  ({row['reason']})"
+                if not row["proved"]
+                else f"  compare {row['compare_s']:.1f} s; {SPOT_CHECKS} spot checks against simulate: "
+                f"{row['spot_mismatches'] or 'agree'}"
+            ),
             flush=True,
         )
-    return 0 if all(r["proved"] and not r["mismatches"] for r in rows) else 1
+    return 0 if all(r["proved"] and not r["mismatches"] and not r["spot_mismatches"] for r in rows) else 1
 
 
 if __name__ == "__main__":

@@ -64,6 +64,16 @@ def render_text(r: dict) -> str:
             + ", ".join(f"hit({n:,}) = {h:,}" for n, h in law["examples"].items()),
             f"    hypotheses used: {', '.join(law['hypotheses_used'])}",
         ]
+        agreement = law.get("against_simulate")
+        if agreement:
+            lines.append(
+                f"    against simulate on every L in 1..{agreement['up_to']:,}: "
+                + (
+                    f"DISAGREES at L = {', '.join(f'{n:,}' for n in agreement['mismatches'])}"
+                    if agreement["mismatches"]
+                    else "agrees"
+                )
+            )
     else:
         lines.append(f"  hit law: {law['verdict']}, not proved: {law.get('reason', '')}")
         if law.get("counterexample"):

@@ -218,7 +218,21 @@ def hit_law_section(p: Plan) -> dict:
     return section
 
 
-def analyse(deployment: ResolvedDeployment, variant: Variant, prove: bool = True) -> dict:
+def law_against_simulate(p: Plan, law: hitlaw.HitLaw, up_to: int) -> dict:
+    """The proved law against what `simulate` reports a later identical
+    request restores, on every L in 1..up_to (models/every_length.py), and
+    the first few lengths where they differ."""
+    import numpy
+
+    from models.every_length import gpu_reuse_every_length
+
+    simulated = gpu_reuse_every_length(p, p.geometry.deployment.max_num_scheduled_tokens, up_to)
+    lengths = numpy.arange(1, up_to + 1, dtype=numpy.int64)
+    differ = lengths[numpy.broadcast_to(law(lengths), lengths.shape) != simulated]
+    return {"up_to": up_to, "mismatches": [int(n) for n in differ[:5]]}
+
+
+def analyse(deployment: ResolvedDeployment, variant: Variant, prove: bool = True, verify_up_to: int = 0) -> dict:
     started = time.perf_counter()
     geometry = deployment.geometry
     p = plan(variant, geometry)
@@ -240,6 +254,10 @@ def analyse(deployment: ResolvedDeployment, variant: Variant, prove: bool = True
     else:
         law = {"proved": False, "verdict": "NOT RUN", "reason": "not asked for"}
     why = []
+    if verify_up_to and law["proved"]:
+        law["against_simulate"] = law_against_simulate(p, law["law"], verify_up_to)
+        if law["against_simulate"]["mismatches"]:
+            why.append(f"the hit law disagrees with simulate at L = {law['against_simulate']['mismatches'][0]:,}")
     if not guard["accepts"] and variant.guarded:
         group = guard["breaking_group"]
         why.append(

@@ -25,3 +25,5 @@ class SolverOptions:
     z3_parameters: tuple[tuple[str, object], ...] = ()
     strategy: str = "core"  # how Z3 solves each query (proofs.solver.STRATEGIES)
     naive: bool = False  # Z3's own div and mod, for the benchmark's comparison only
+    # Hypotheses a sibling obligation already showed needed: reported used, not checked again.
+    known_needed: tuple[str, ...] = ()

@@ -155,7 +155,11 @@ def decide(
     ids order the solver's choices, so in a shared context an obligation's
     cost and answers depend on what was decided in it before; the runner
     gives each entry its own, and a result is reproduced by its command
-    alone, whatever else the process decided."""
+    alone, whatever else the process decided.
+
+    `options.known_needed`: hypotheses already shown needed elsewhere (a
+    sibling obligation whose report this one's joins): reported used, with
+    no deletion check of their own."""
     started = time.perf_counter()
     options = options or SolverOptions()
     context = z3.Context() if context is None else context
@@ -327,6 +331,7 @@ class _Problem:
 
     def decide(self) -> Outcome:
         case_split, refute_first = tuple(self.options.case_split), self.options.refute_first
+        known_needed = set(self.options.known_needed)
         booleans = {v.name for v in self.variables if v.kind is Kind.BOOL}
         unknown = [n for n in case_split if n not in booleans]
         if unknown:
@@ -350,7 +355,7 @@ class _Problem:
         queries: list[Query] = []
         for case in cases:
             label = _case_label(case)
-            known = set(used)
+            known = set(used) | known_needed
             out = self._decide_case(case, searched=refute_first, known_needed=known)
             # A case the hypotheses exclude is proved by the hypotheses that
             # exclude it: they are used, each checked. A proof keeps `known`

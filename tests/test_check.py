@@ -75,29 +75,6 @@ def test_kimi_k3_with_5000_names_the_target_group_and_a_failing_prefix(capsys):
     assert any("rejects" in why for why in result["why"])
 
 
-def test_the_hit_law_matches_simulate_on_every_prompt_length_up_to_30000():
-    # Every L, not samples: the law as proved, against simulate's own loop.
-    from proofs.hitlaw import prove_hit_law, simulated_hit
-
-    flags = ServeFlags(
-        **{**flags_from(build_parser().parse_args(["check", *KIMI_K3])).__dict__, "mamba_block_size": 12288}
-    )
-    p = plan(PR457_GUARDED, resolve_deployment(load_model("kimi-k3"), flags, PR457_GUARDED).geometry)
-    law = prove_hit_law(p)
-    assert law.proved
-    assert [n for n in range(1, 30_001) if law(n) != simulated_hit(p, n)] == []
-
-
-@pytest.mark.parametrize("name", ["qwen3-next", "granite-4.0-h"])
-def test_default_deployments_hit_law_matches_simulate_up_to_20000(name):
-    from proofs.hitlaw import prove_hit_law, simulated_hit
-
-    p = plan(BASELINE, resolve_deployment(load_model(name), ServeFlags(), BASELINE).geometry)
-    law = prove_hit_law(p)
-    assert law.proved, law.reason
-    assert [n for n in range(1, 20_001) if law(n) != simulated_hit(p, n)] == []
-
-
 def test_every_vllm_flag_is_accepted_in_vllm_spelling():
     args = build_parser().parse_args(
         [

@@ -109,6 +109,13 @@ def add_parser(sub) -> None:
         metavar="FILE",
         help="write a pytest file for a vLLM checkout replaying this deployment's prefill through the real split",
     )
+    parser.add_argument(
+        "--verify-law-up-to",
+        type=positive_integer,
+        metavar="N",
+        default=0,
+        help="also compare the proved hit law with simulate on every prompt length 1..N",
+    )
     parser.add_argument("--sweep", type=_sweep, metavar="FLAG=a..b", help="tabulate one flag's values (no proofs)")
     parser.set_defaults(run=run)
 
@@ -142,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--emit-geometry: cannot write {args.emit_geometry}: {error.strerror}") from None
     if args.emit_vllm_test:
         _emit_vllm_test(deployment, args.emit_vllm_test)
-    result = analyse(deployment, variant)
+    result = analyse(deployment, variant, verify_up_to=args.verify_law_up_to)
     print(json.dumps(render_json(result), indent=2) if args.json else render_text(result))
     return 0 if result["ok"] else 1
 
