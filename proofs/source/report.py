@@ -73,12 +73,15 @@ def check(source: VllmSource, names=FUNCTIONS, progress=True, theorems=True) -> 
                 for s in sites
             ]
     if theorems and "split" in names and result["functions"]["split"]["verdict"] != "ABSENT":
-        result["theorems"] = {}
-        for name in split_theorems.THEOREMS:
+        if progress:
+            print("source: the split theorems: exploring the shipped split ...", file=sys.stderr, flush=True)
+
+        def announce(name):
             if progress:
                 print(f"source: theorem {name} ...", file=sys.stderr, flush=True)
-            verdict = split_theorems.prove(name, functions)
-            result["theorems"][name] = _verdict(verdict)
+
+        verdicts = split_theorems.prove_all(split_theorems.THEOREMS, functions, progress=announce)
+        result["theorems"] = {name: _verdict(v) for name, v in verdicts.items()}
     result["seconds"] = round(time.perf_counter() - started, 2)
     result["ok"] = all(
         e["verdict"] == PROVED and all(s["verdict"] == PROVED for s in e.get("crash_sites", []))
