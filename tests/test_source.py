@@ -164,3 +164,21 @@ def test_the_block_size_resolution_runs_concretely_as_the_model_reads_it(shipped
     values = dict(zip(names, inputs, strict=True), explicit=False)
     subject = SUBJECTS["block_size_resolution"]
     assert subject.shipped(shipped, values) == subject.model(values)
+
+
+def test_grid_landing_notices_a_split_that_skips_a_block_boundary(tmp_path):
+    """The next-block-boundary stop one block too far: a mid-block start's
+    chunk crosses a boundary, and grid landing on the shipped split is
+    refuted with an input that replays through it."""
+    from proofs.source import theorems
+
+    source = _tree(tmp_path)
+    scheduler = tmp_path / "vllm" / "v1" / "core" / "sched" / "scheduler.py"
+    scheduler.parent.mkdir(parents=True)
+    text = Path(INSTALLED.filename("vllm.v1.core.sched.scheduler")).read_text()
+    old = "next_block_boundary = (start // block_size + 1) * block_size"
+    assert text.count(old) == 1
+    scheduler.write_text(text.replace(old, old.replace("+ 1", "+ 2")))
+    verdict = theorems.prove("split-grid-landing", ShippedFunctions(Loader(source)))
+    assert verdict.verdict == REFUTED
+    assert verdict.counterexample is not None
