@@ -142,3 +142,43 @@ def test_a_split_theorem_notices_a_broken_shipped_split(tmp_path):
     verdict = theorems.prove("split-bounds", ShippedFunctions(Loader(source)))
     assert verdict.verdict == REFUTED
     assert verdict.counterexample["requested"] == 0
+
+
+RESOLUTIONS = [
+    # (block_in, kernel_min, backend_alignment, checkpoint_alignment, mamba_in, padded_in, Pa, Pm, mla, align)
+    (16, 16, 16, 0, 0, 0, 4096, 700_000, False, True),
+    (16, 16, 16, 16, 0, 0, 1152, 2_000_000, True, True),
+    (16, 16, 16, 24, 0, 0, 4096, 50_000, False, True),  # checkpoint alignment not a multiple of the kernel
+    (32, 16, 64, 0, 12288, 0, 4096, 700_000, False, False),
+    (16, 16, 16, 0, 0, 0, 4096, 0, False, True),  # no recurrent state: nothing changes
+    (64, 16, 16, 0, 0, 5, 1024, 65536, False, True),  # pages already equal: padding kept
+]
+
+
+@pytest.mark.parametrize("inputs", RESOLUTIONS)
+def test_the_block_size_resolution_runs_concretely_as_the_model_reads_it(shipped, inputs):
+    """`Platform._align_hybrid_block_size` loaded from source and run on the
+    stand-ins (proofs/source/platform.py) gives the model's resolution."""
+    names = ("block_in", "kernel_min", "backend_alignment", "checkpoint_alignment", "mamba_in", "padded_in")
+    names += ("attn_page_per_token", "mamba_page", "use_mla", "align_mode")
+    values = dict(zip(names, inputs, strict=True), explicit=False)
+    subject = SUBJECTS["block_size_resolution"]
+    assert subject.shipped(shipped, values) == subject.model(values)
+
+
+def test_grid_landing_notices_a_split_that_skips_a_block_boundary(tmp_path):
+    """The next-block-boundary stop one block too far: a mid-block start's
+    chunk crosses a boundary, and grid landing on the shipped split is
+    refuted with an input that replays through it."""
+    from proofs.source import theorems
+
+    source = _tree(tmp_path)
+    scheduler = tmp_path / "vllm" / "v1" / "core" / "sched" / "scheduler.py"
+    scheduler.parent.mkdir(parents=True)
+    text = Path(INSTALLED.filename("vllm.v1.core.sched.scheduler")).read_text()
+    old = "next_block_boundary = (start // block_size + 1) * block_size"
+    assert text.count(old) == 1
+    scheduler.write_text(text.replace(old, old.replace("+ 1", "+ 2")))
+    verdict = theorems.prove("split-grid-landing", ShippedFunctions(Loader(source)))
+    assert verdict.verdict == REFUTED
+    assert verdict.counterexample is not None

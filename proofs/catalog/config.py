@@ -17,7 +17,7 @@ CONFIG_VARS = (
 )
 
 
-def _inputs(x: dict) -> ConfigInputs:
+def config_inputs(x: dict) -> ConfigInputs:
     return ConfigInputs(
         block_size=x["block_in"],
         mamba_block_size=x["mamba_in"],
@@ -33,7 +33,7 @@ def _inputs(x: dict) -> ConfigInputs:
     )
 
 
-def _domain(x: dict) -> dict[str, object]:
+def config_domain(x: dict) -> dict[str, object]:
     return {
         "sizes positive": arith.all_of(
             x["block_in"] >= 1,
@@ -48,11 +48,11 @@ def _domain(x: dict) -> dict[str, object]:
 
 
 def default_equivalence(variant, x):
-    mine = resolve(variant, _inputs(x))
+    mine = resolve(variant, config_inputs(x))
     with pristine():  # the reference: 0.33.0 as released, not as a mutant reads it
-        base = resolve(BASELINE, _inputs(x))
+        base = resolve(BASELINE, config_inputs(x))
     return Claim(
-        hypotheses={**_domain(x), "no explicit cadence": arith.negate(x["explicit"])},
+        hypotheses={**config_domain(x), "no explicit cadence": arith.negate(x["explicit"])},
         goal=arith.all_of(
             mine.block_size == base.block_size,
             mine.mamba_block_size == base.mamba_block_size,
@@ -63,11 +63,11 @@ def default_equivalence(variant, x):
 
 
 def physical_unchanged(variant, x):
-    mine = resolve(variant, _inputs(x))
+    mine = resolve(variant, config_inputs(x))
     with pristine():  # the reference: 0.33.0 as released, not as a mutant reads it
-        base = resolve(BASELINE, _inputs(x))
+        base = resolve(BASELINE, config_inputs(x))
     return Claim(
-        hypotheses=_domain(x),
+        hypotheses=config_domain(x),
         goal=arith.all_of(
             mine.block_size == base.block_size, mine.mamba_page_size_padded == base.mamba_page_size_padded
         ),
@@ -76,10 +76,10 @@ def physical_unchanged(variant, x):
 
 
 def explicit_kept(variant, x):
-    out = resolve(variant, _inputs(x))
+    out = resolve(variant, config_inputs(x))
     return Claim(
         hypotheses={
-            **_domain(x),
+            **config_domain(x),
             "explicit cadence": arith.all_of(x["explicit"], x["mamba_in"] >= 1),
             "align mode": x["align_mode"],
             "model has recurrent state": x["mamba_page"] >= 1,
@@ -89,18 +89,18 @@ def explicit_kept(variant, x):
 
 
 def page_covers_state(variant, x):
-    out = resolve(variant, _inputs(x))
+    out = resolve(variant, config_inputs(x))
     return Claim(
-        hypotheses={**_domain(x), "model has recurrent state": x["mamba_page"] >= 1},
+        hypotheses={**config_domain(x), "model has recurrent state": x["mamba_page"] >= 1},
         goal=out.block_size * x["attn_page_per_token"] >= x["mamba_page"],
     )
 
 
 def plan_reads_resolved_cadence(variant, x):
-    out = resolve(variant, _inputs(x))
+    out = resolve(variant, config_inputs(x))
     return Claim(
         hypotheses={
-            **_domain(x),
+            **config_domain(x),
             "an explicit cadence is a positive value": arith.implies(x["explicit"], x["mamba_in"] >= 1),
             "align mode": x["align_mode"],
             "model has recurrent state": x["mamba_page"] >= 1,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from proofs.source.report import FUNCTIONS
+from proofs.source.report import DEFAULT_FUNCTIONS, FUNCTIONS
 
 
 def add_parser(sub) -> None:
@@ -19,7 +19,12 @@ def add_parser(sub) -> None:
     where.add_argument(
         "--diff", nargs=2, metavar=("A", "B"), help="two releases (X.Y.Z) or paths, function by function"
     )
-    parser.add_argument("--function", choices=FUNCTIONS, action="append", help="only this function (repeatable)")
+    parser.add_argument(
+        "--function",
+        choices=FUNCTIONS,
+        action="append",
+        help="only this function (repeatable; block_size_resolution runs only when named)",
+    )
     parser.add_argument("--json", action="store_true", help="the result as JSON")
     parser.add_argument("--no-theorems", action="store_true", help="skip the split theorems on the shipped split")
     parser.set_defaults(run=run)
@@ -36,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from proofs.source import report
     from proofs.source.releases import source_for
 
-    names = tuple(args.function) if args.function else FUNCTIONS
+    names = tuple(args.function) if args.function else DEFAULT_FUNCTIONS
     if args.diff:
         result = report.diff(_source(args.diff[0]), _source(args.diff[1]), names)
     else:

@@ -149,15 +149,15 @@ def _solver(definitions, rlimit: int) -> z3.Solver:
     return solver
 
 
-def _check(attempts, facts, goal, flags, rlimit, case_split=False):
+def _check(attempts, facts, goal, flags, rlimit, case_split=False, direct=True):
     """unsat, a model, or None (undecided). Each set of definitions in turn;
     then, if `case_split`, with the richer set, case by case over the Bool
     inputs (a fixed flag erases the merged branches it guards): the split's
     two paths with EAGLE drop and an internal checkpoint are decided so, and
     stay unknown without it. Facts are asserted, not passed as assumptions:
     Z3 preprocesses assertions only, and as assumptions most of the split's
-    paths went undecided."""
-    for definitions in attempts:
+    paths went undecided. `direct=False` goes to the case split at once."""
+    for definitions in attempts if direct else ():
         solver = _solver(definitions, rlimit)
         solver.add(*facts, goal)
         answer = solver.check()

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from models import arith, scheduler
+from models.config import resolve
 from models.variants import BASELINE
 from proofs.catalog.base import (
     SPLIT_CALL_VARS,
@@ -26,6 +27,7 @@ from proofs.catalog.base import (
     split_call,
     split_params,
 )
+from proofs.catalog.config import CONFIG_VARS, config_domain, config_inputs
 from proofs.solver import Claim, Var
 
 _domain: contextvars.ContextVar[tuple] = contextvars.ContextVar("gridproof_source_domain", default=())
@@ -95,6 +97,10 @@ def _valid_domain(x):
     }
 
 
+def _resolved(r):
+    return (r.block_size, r.mamba_block_size, r.mamba_page_size_padded)
+
+
 _VALID_ARGS = ("query_start", "query_end", "position", "hash_block", "cadence", "alignment")
 
 SUBJECTS = {
@@ -111,6 +117,13 @@ SUBJECTS = {
         _valid_domain,
         lambda x: scheduler.checkpoint_valid(*(x[a] for a in _VALID_ARGS)),
         lambda f, x: f.checkpoint_valid(*(x[a] for a in _VALID_ARGS)),
+    ),
+    "block_size_resolution": Subject(
+        "block_size_resolution",
+        CONFIG_VARS,
+        config_domain,
+        lambda x: _resolved(resolve(BASELINE, config_inputs(x))),
+        lambda f, x: f.block_size_resolution(config_inputs(x)),
     ),
     "split": Subject(
         "split",

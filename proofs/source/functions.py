@@ -10,14 +10,18 @@ from __future__ import annotations
 import inspect
 
 from models.arith import is_symbolic
+from models.config import ConfigInputs
 from models.scheduler import SplitCall, SplitParams
 from proofs.real_vllm.split import split_stand_ins
+from proofs.source import platform
 from proofs.source.loader import LoadedFunction, Loader
+from proofs.source.proxy import term
 from proofs.source.reading import symbolic_or_concrete
 from proofs.source.standins import StandIn, optional
 
 SCHEDULER = "vllm.v1.core.sched.scheduler"
 KV_CACHE_INTERFACE = "vllm.v1.kv_cache_interface"
+PLATFORM = "vllm.platforms.interface"
 
 
 def _symbolic(*values) -> bool:
@@ -27,6 +31,7 @@ def _symbolic(*values) -> bool:
 class ShippedFunctions:
     def __init__(self, loader: Loader) -> None:
         self.loader = loader
+        loader.stand_ins.update(platform.STATIC)
         self._loaded: dict[str, LoadedFunction] = {}
 
     def loaded(self, name: str) -> LoadedFunction:
@@ -35,11 +40,12 @@ class ShippedFunctions:
             self._loaded[name] = self.loader.load(module, qualname)
         return self._loaded[name]
 
-    def _call(self, name: str, symbolic: bool, make_call):
+    def _call(self, name: str, symbolic: bool, make_call, value=term):
         function = self.loaded(name).function
         from proofs.source.equivalence import current_domain
 
-        return symbolic_or_concrete(lambda: make_call(function), self.loader.files, symbolic, domain=current_domain())
+        run = lambda: make_call(function)  # noqa: E731
+        return symbolic_or_concrete(run, self.loader.files, symbolic, value=value, domain=current_domain())
 
     def checkpoint_position(self, num_tokens, block, drop_eagle_block, lookahead=0):
         return self._call(
@@ -80,6 +86,23 @@ class ShippedFunctions:
         values = (*vars(p).values(), *vars(call).values())
         return self._call("split", _symbolic(*values), run)
 
+    def block_size_resolution(self, c: ConfigInputs):
+        """`Platform._align_hybrid_block_size` on stand-ins for the configs,
+        the backends, the spec classes and the model class
+        (proofs/source/platform.py): (block_size, mamba_block_size,
+        mamba_page_size_padded) after it, None as 0."""
+
+        def run(f):
+            self.loader.stand_ins.update(platform.per_call(c))
+            cls, vllm_config, backend = platform.resolution_call(c)
+            f(cls, vllm_config, backend)
+            return platform.resolved(vllm_config)
+
+        def value(resolved):
+            return tuple(term(v) for v in resolved)
+
+        return self._call("block_size_resolution", _symbolic(*vars(c).values()), run, value)
+
 
 def _accepted(function, **keywords):
     """The keywords `function` takes: an input an older release's function
@@ -99,4 +122,5 @@ TARGETS = {
     "split": (SCHEDULER, "Scheduler._mamba_block_aligned_split"),
     "checkpoint_position": (KV_CACHE_INTERFACE, "get_mamba_prefill_checkpoint_position"),
     "checkpoint_valid": (KV_CACHE_INTERFACE, "is_mamba_prefill_checkpoint_valid"),
+    "block_size_resolution": (PLATFORM, "Platform._align_hybrid_block_size"),
 }
