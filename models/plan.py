@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from models import arith
 from models.config import guard_accepts
 from models.errors import GridproofError
-from models.geometry import DRAFT, RECURRENT, TARGET, CacheGroup, Geometry
+from models.geometry import RECURRENT, TARGET, CacheGroup, Geometry
 from models.scheduler import SplitParams
 from models.variants import Variant
 
@@ -89,40 +89,50 @@ def plan(variant: Variant, geometry: Geometry) -> Plan:
     d = geometry.deployment
     explicit = d.mamba_block_size
     grid = group_grid(variant, geometry.groups, d.dcp_size, explicit is not None, explicit)
-    r, spans, block = grid.cadence, grid.spans, grid.split_block
-    sched_block = arith.lcm(*spans)
     # H: the deployment's prefix-match unit, else the gcd of the resolved
     # spec spans (kv_cache_utils.py:816-918), the cadence R included.
-    hash_block = d.hash_block_size or math.gcd(*spans)
-    enabled = r > hash_block if d.dcp_size == 1 else r >= hash_block
-    partial = hash_block < sched_block and enabled
+    hash_block = d.hash_block_size or math.gcd(*grid.spans)
+    eagle_spans = geometry.eagle_spans()
+    return grid_plan(
+        variant, geometry, grid, hash_block, d.prefill_checkpoint_alignment or 0, eagle_spans, bool(eagle_spans)
+    )
+
+
+def grid_plan(
+    variant: Variant, geometry: Geometry, grid: GroupGrid, hash_block, alignment, eagle_spans, eagle_annotated
+) -> Plan:
+    """The plan of a deployment whose groups resolved to `grid`, with its hash
+    block, internal checkpoint alignment (0: none) and EAGLE groups' spans.
+    Every size and flag may be a Z3 term: the catalogue's symbolic deployment
+    reads this very function (proofs/catalog/plan.py)."""
+    d = geometry.deployment
+    r, spans = grid.cadence, grid.spans
+    sched_block = arith.lcm(*spans)
+    enabled = arith.ite(d.dcp_size == 1, r > hash_block, r >= hash_block)
+    partial = arith.all_of(hash_block < sched_block, enabled)
     lookahead = d.hash_lookahead_tokens
-    eagle_drop = d.eagle_block_drop and lookahead == 0
-    has_eagle_groups = any(g.eagle for g in geometry.of_kind(DRAFT))
-    alignment = d.prefill_checkpoint_alignment or 0
     params = SplitParams(
-        block=block,
+        block=grid.split_block,
         sched_block=sched_block,
         hash_block=hash_block,
-        eagle_drop=eagle_drop,
+        eagle_drop=arith.all_of(d.eagle_block_drop, lookahead == 0),
         lookahead=lookahead,
         max_scheduled=d.max_num_scheduled_tokens,
         long_prefill_threshold=d.long_prefill_token_threshold,
         partial_hits=partial,
         checkpoint_blocks=alignment != 0,
         checkpoint_alignment=alignment,
-        shared_prefix=d.shared_prefix_checkpoint and partial and has_eagle_groups,
-        eagle_spans=geometry.eagle_spans(),
-        eagle_annotated=bool(geometry.eagle_spans()),
+        shared_prefix=arith.all_of(d.shared_prefix_checkpoint, partial, eagle_annotated),
+        eagle_spans=eagle_spans,
+        eagle_annotated=eagle_annotated,
     )
-    targets = grid.target_spans
     return Plan(
         variant=variant,
         geometry=geometry,
         cadence=r,
         split=params,
-        target_spans=targets,
-        accepted=bool(guard_accepts(variant, r, targets)),
+        target_spans=grid.target_spans,
+        accepted=guard_accepts(variant, r, grid.target_spans),
     )
 
 
