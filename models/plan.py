@@ -5,7 +5,6 @@ v1/core/kv_cache_utils.py:816-918)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -86,31 +85,23 @@ def group_grid(variant: Variant, groups: Sequence[CacheGroup], dcp_size, explici
 
 
 def plan(variant: Variant, geometry: Geometry) -> Plan:
+    """What `simulate` runs. Every size and flag of the deployment and the
+    groups may be a Z3 term, except which groups are EAGLE groups and whether
+    an explicit cadence is given (the catalogue's symbolic deployment reads
+    this very function, proofs/catalog/plan.py)."""
     d = geometry.deployment
     explicit = d.mamba_block_size
     grid = group_grid(variant, geometry.groups, d.dcp_size, explicit is not None, explicit)
-    # H: the deployment's prefix-match unit, else the gcd of the resolved
-    # spec spans (kv_cache_utils.py:816-918), the cadence R included.
-    hash_block = d.hash_block_size or math.gcd(*grid.spans)
-    eagle_spans = geometry.eagle_spans()
-    return grid_plan(
-        variant, geometry, grid, hash_block, d.prefill_checkpoint_alignment or 0, eagle_spans, bool(eagle_spans)
-    )
-
-
-def grid_plan(
-    variant: Variant, geometry: Geometry, grid: GroupGrid, hash_block, alignment, eagle_spans, eagle_annotated
-) -> Plan:
-    """The plan of a deployment whose groups resolved to `grid`, with its hash
-    block, internal checkpoint alignment (0: none) and EAGLE groups' spans.
-    Every size and flag may be a Z3 term: the catalogue's symbolic deployment
-    reads this very function (proofs/catalog/plan.py)."""
-    d = geometry.deployment
     r, spans = grid.cadence, grid.spans
     sched_block = arith.lcm(*spans)
+    # H: the deployment's prefix-match unit, else the gcd of the resolved
+    # spec spans (kv_cache_utils.py:816-918), the cadence R included.
+    hash_block = arith.ite(d.hash_block_size == 0, arith.gcd(*spans), d.hash_block_size)
     enabled = arith.ite(d.dcp_size == 1, r > hash_block, r >= hash_block)
     partial = arith.all_of(hash_block < sched_block, enabled)
     lookahead = d.hash_lookahead_tokens
+    alignment = 0 if d.prefill_checkpoint_alignment is None else d.prefill_checkpoint_alignment
+    eagle_spans = geometry.eagle_spans()
     params = SplitParams(
         block=grid.split_block,
         sched_block=sched_block,
@@ -122,9 +113,9 @@ def grid_plan(
         partial_hits=partial,
         checkpoint_blocks=alignment != 0,
         checkpoint_alignment=alignment,
-        shared_prefix=arith.all_of(d.shared_prefix_checkpoint, partial, eagle_annotated),
+        shared_prefix=arith.all_of(d.shared_prefix_checkpoint, partial, bool(eagle_spans)),
         eagle_spans=eagle_spans,
-        eagle_annotated=eagle_annotated,
+        eagle_annotated=bool(eagle_spans),
     )
     return Plan(
         variant=variant,
