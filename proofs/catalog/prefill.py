@@ -369,9 +369,14 @@ def prefill_ends_where_decode_begins(variant, x):
     _, _, step, hypotheses = engine_step(variant, x, guarded=False, in_prefill=False)
     computed, prompt, tokens = x["computed"], x["prompt"], x["tokens"]
     prefill = step.end == computed + x["scheduled"]
+    left = tokens - computed
     return Claim(
         hypotheses=hypotheses,
         goal=arith.all_of(
+            # It asks the split for as many tokens as the budget allows and no more than are left.
+            step.requested <= x["budget"],
+            step.requested <= left,
+            arith.any_of(step.requested == x["budget"], step.requested == left),
             arith.implies(computed < prompt, prefill),
             arith.implies(computed < tokens - 1, prefill),
             arith.implies(
@@ -516,7 +521,8 @@ THEOREMS = (
     Theorem(
         "prefill-end",
         "prefill",
-        "The engine's step computes every prompt token as prefill, and a resumed request's output tokens too "
+        "The engine's step asks the split for min(budget, tokens left) tokens and computes every prompt token "
+        "as prefill, and a resumed request's output tokens too "
         "up to its last, which is decode's: the step from N - 1 tokens of a request with outputs computes and "
         "publishes nothing. So the prefill ends at max(P, N - 1), the bound vLLM's split reads "
         "(tests/conformance/test_prefill_end.py checks it against the real split).",
