@@ -73,6 +73,7 @@ class SymbolicContext:
         self.obligations: list[z3.BoolRef] = []
         self._divisions: dict[tuple[int, int], tuple[z3.ArithRef, z3.ArithRef]] = {}
         self._lcms: dict[tuple[int, ...], z3.ArithRef] = {}
+        self._gcds: dict[tuple[int, ...], z3.ArithRef] = {}
         self._quotients: dict[int, tuple[z3.ArithRef, list[z3.ArithRef]]] = {}
         self._witnessed: list[tuple[z3.ArithRef, z3.ArithRef, z3.ArithRef, z3.ArithRef]] = []
         self._counter = 0
@@ -324,6 +325,26 @@ class SymbolicContext:
             self._lcms[key] = result
         return self._lcms[key]
 
+    def gcd(self, terms: tuple[z3.ArithRef, ...]) -> z3.ArithRef:
+        """A positive common divisor of positive `terms`, the same term for the
+        same terms: an over-approximation of the gcd, as `lcm` is of the lcm."""
+        key = tuple(t.get_id() for t in terms)
+        if key not in self._gcds:
+            result = self.fresh("gcd", terms[0])
+            owner = result.get_id()
+            divides_each = [result >= 1]
+            for t in terms:
+                witness = self.fresh("gcdw", t)
+                self._owner[witness.get_id()] = owner
+                divides_each += [t == witness * result, witness >= 1]
+                self.obligations.append(t > 0)
+            positive = z3.And(*(t > 0 for t in terms))
+            self._owner[owner] = owner
+            self._reads[owner] = terms
+            self._definitions.append((owner, z3.Implies(positive, z3.And(*divides_each))))
+            self._gcds[key] = result
+        return self._gcds[key]
+
 
 def _and(*conjuncts: z3.BoolRef) -> z3.BoolRef:
     """z3.And of Bool terms of one context, without its checks."""
@@ -572,6 +593,14 @@ def lcm(*xs):
             return xs[0]
         return _context().lcm(tuple(_terms(*xs)))
     return math.lcm(*xs)
+
+
+def gcd(*xs):
+    if is_symbolic(*xs):
+        if len(xs) == 1:
+            return xs[0]
+        return _context().gcd(tuple(_terms(*xs)))
+    return math.gcd(*xs)
 
 
 def all_of(*conditions):

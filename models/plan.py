@@ -5,14 +5,13 @@ v1/core/kv_cache_utils.py:816-918)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from models import arith
 from models.config import guard_accepts
 from models.errors import GridproofError
-from models.geometry import DRAFT, RECURRENT, TARGET, CacheGroup, Geometry
+from models.geometry import RECURRENT, TARGET, CacheGroup, Geometry
 from models.scheduler import SplitParams
 from models.variants import Variant
 
@@ -86,43 +85,45 @@ def group_grid(variant: Variant, groups: Sequence[CacheGroup], dcp_size, explici
 
 
 def plan(variant: Variant, geometry: Geometry) -> Plan:
+    """What `simulate` runs. Every size and flag of the deployment and the
+    groups may be a Z3 term, except which groups are EAGLE groups and whether
+    an explicit cadence is given (the catalogue's symbolic deployment reads
+    this very function, proofs/catalog/plan.py)."""
     d = geometry.deployment
     explicit = d.mamba_block_size
     grid = group_grid(variant, geometry.groups, d.dcp_size, explicit is not None, explicit)
-    r, spans, block = grid.cadence, grid.spans, grid.split_block
+    r, spans = grid.cadence, grid.spans
     sched_block = arith.lcm(*spans)
     # H: the deployment's prefix-match unit, else the gcd of the resolved
     # spec spans (kv_cache_utils.py:816-918), the cadence R included.
-    hash_block = d.hash_block_size or math.gcd(*spans)
-    enabled = r > hash_block if d.dcp_size == 1 else r >= hash_block
-    partial = hash_block < sched_block and enabled
+    hash_block = arith.ite(d.hash_block_size == 0, arith.gcd(*spans), d.hash_block_size)
+    enabled = arith.ite(d.dcp_size == 1, r > hash_block, r >= hash_block)
+    partial = arith.all_of(hash_block < sched_block, enabled)
     lookahead = d.hash_lookahead_tokens
-    eagle_drop = d.eagle_block_drop and lookahead == 0
-    has_eagle_groups = any(g.eagle for g in geometry.of_kind(DRAFT))
-    alignment = d.prefill_checkpoint_alignment or 0
+    alignment = 0 if d.prefill_checkpoint_alignment is None else d.prefill_checkpoint_alignment
+    eagle_spans = geometry.eagle_spans()
     params = SplitParams(
-        block=block,
+        block=grid.split_block,
         sched_block=sched_block,
         hash_block=hash_block,
-        eagle_drop=eagle_drop,
+        eagle_drop=arith.all_of(d.eagle_block_drop, lookahead == 0),
         lookahead=lookahead,
         max_scheduled=d.max_num_scheduled_tokens,
         long_prefill_threshold=d.long_prefill_token_threshold,
         partial_hits=partial,
         checkpoint_blocks=alignment != 0,
         checkpoint_alignment=alignment,
-        shared_prefix=d.shared_prefix_checkpoint and partial and has_eagle_groups,
-        eagle_spans=geometry.eagle_spans(),
-        eagle_annotated=bool(geometry.eagle_spans()),
+        shared_prefix=arith.all_of(d.shared_prefix_checkpoint, partial, bool(eagle_spans)),
+        eagle_spans=eagle_spans,
+        eagle_annotated=bool(eagle_spans),
     )
-    targets = grid.target_spans
     return Plan(
         variant=variant,
         geometry=geometry,
         cadence=r,
         split=params,
-        target_spans=targets,
-        accepted=bool(guard_accepts(variant, r, targets)),
+        target_spans=grid.target_spans,
+        accepted=guard_accepts(variant, r, grid.target_spans),
     )
 
 

@@ -49,3 +49,15 @@ def test_a_footprint_reads_through_witnesses_and_shares_a_witness_of_constants()
         # that read it share it, and must agree on its value.
         half = arith.floordiv(z3.IntVal(7), 2)
         assert context.footprint(half > c) & context.footprint(half < a)
+
+
+def test_gcd_reads_ints_exactly_and_terms_as_one_shared_common_divisor():
+    assert arith.gcd(12288, 768, 1024) == 256
+    a, b = z3.Ints("a b")
+    with arith.symbolic_context() as context:
+        g = arith.gcd(a, b)
+        assert g.eq(arith.gcd(a, b))  # the same terms, the same witness: two readings agree
+        solver = z3.Solver()
+        solver.add(*context.definitions, a == 12, b == 18)
+        solver.add(z3.Or(g < 1, a % g != 0, b % g != 0))
+        assert solver.check() == z3.unsat  # a positive common divisor of positive terms

@@ -115,6 +115,16 @@ def test_a_generated_mutant_is_killed_by_the_catalogue():
     assert prefill.initial_state_column(VARIANTS["baseline"], 8, 4) == 1  # the worker's patch is gone
 
 
+def test_a_mutant_of_the_plan_simulate_runs_is_killed_by_a_plan_theorem():
+    (mutant,) = [m for m in mutants_of("models.plan", "plan") if m.summary == "r > hash_block  ->  r >= hash_block"]
+    runs = [r for r in engine_runs() if r.theorem.name.startswith("plan-")]
+    readers = reach_of([mutant], runs).theorems["models.plan:plan"]
+    assert {"plan-default-equivalence", "plan-reads-group-grid"} <= readers
+    result = decide_mutant(mutant, [r for r in runs if r.theorem.name in readers], [])
+    assert result.status == KILLED
+    assert "REFUTED, expected PROVED" in result.killed_by[0]
+
+
 PUBLISHES_CALL = Call(VARIANTS["baseline"], (("end", IntLeaf()), ("cadence", IntLeaf()), ("tokens", IntLeaf())))
 
 

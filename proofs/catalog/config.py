@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from models import arith
-from models.config import ConfigInputs, resolve
+from models.config import MLA_KERNEL_FLOOR, ConfigInputs, resolve
 from models.plan import cadence
 from models.variants import BASELINE
 from proofs.catalog.base import Obligation, Theorem, bools, ints
@@ -110,6 +110,24 @@ def plan_reads_resolved_cadence(variant, x):
     )
 
 
+def kernel_alignment(variant, x):
+    """vLLM's K (platforms/interface.py:1068-1088): the current block size and
+    the backend's smallest kernel block both bound it from below (with MLA,
+    128 too); with a recurrent state the resolved block is at least K."""
+    out = resolve(variant, config_inputs(x))
+    k = out.kernel_alignment
+    return Claim(
+        hypotheses=config_domain(x),
+        goal=arith.all_of(
+            k >= x["kernel_min"],
+            k >= x["block_in"],
+            arith.implies(x["use_mla"], k >= MLA_KERNEL_FLOOR),
+            arith.implies(x["mamba_page"] >= 1, out.block_size >= k),
+        ),
+        covers={"a kernel block above the current one": x["kernel_min"] > x["block_in"]},
+    )
+
+
 def _theorem(name, statement, formula):
     return Theorem(name, "config", statement, (Obligation("main", CONFIG_VARS, formula),))
 
@@ -138,6 +156,12 @@ THEOREMS = (
         "whether --mamba-block-size was given, and its value) is the recurrent block size config resolution "
         "produces, with an explicit cadence or without.",
         plan_reads_resolved_cadence,
+    ),
+    _theorem(
+        "config-kernel-alignment",
+        "The kernel alignment K is at least the current block size and the attention backend's smallest kernel "
+        "block (and 128 with MLA), and, with a recurrent state, at most the resolved block size.",
+        kernel_alignment,
     ),
     _theorem(
         "config-page-covers-state",

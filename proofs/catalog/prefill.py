@@ -43,6 +43,9 @@ SAFE_RESTORE_VARS = (
     + ints("tokens", "new_tokens", "position")
     + bools("published")
 )
+OFFLOAD_VARS = ints("cadence", "span", "span2", "eagle_span", size=True) + ints(
+    "position", "tokens", "new_tokens", "q0", "q1", "q2", "q3"
+)
 UNROLL_STEPS = 2
 GEOMETRY_FLAGS = ("explicit", "sharded", "sharded2")
 TRACE_VARS = (
@@ -326,6 +329,40 @@ def offload_restore_safe_with_eagle(variant, x):
     return _offload_restore_safe(variant, x, annotated=True)
 
 
+def _offload_restores_published(variant, x, annotated):
+    """The converse of offload safety, for any group spans: the connector
+    restores every checkpoint the cached prefill published on every group's
+    chunk grid, below the cached request's last token, and, with an EAGLE
+    group, a chunk below its end (the EAGLE group drops one). Chunks of one
+    block, as in offload safety."""
+    cadence, position = x["cadence"], x["position"]
+    target_spans = (x["span"], x["span2"])
+    eagle_spans = (x["eagle_span"],) if annotated else ()
+    spans = (cadence, *target_spans, *eagle_spans)
+    tokens, new_tokens = x["tokens"], x["new_tokens"]
+    hypotheses = {
+        "sizes positive": arith.all_in(span >= 1 for span in spans),
+        "a later request extending the cached one": arith.all_of(tokens >= 1, new_tokens >= tokens),
+        "a checkpoint the cached prefill published": publishes(position, cadence, tokens),
+        "on every group's chunk grid": arith.all_in(
+            arith.all_of(position == arith.multiple(x[f"q{i}"], span), x[f"q{i}"] >= 1) for i, span in enumerate(spans)
+        ),
+        "below the cached request's last token": position <= tokens - 1,
+    }
+    if annotated:
+        hypotheses["the EAGLE group holds the chunk beyond"] = position + x["eagle_span"] <= tokens
+    restorable = offload_restorable(position, True, cadence, target_spans, eagle_spans, 1, tokens, new_tokens)
+    return Claim(hypotheses=hypotheses, goal=restorable)
+
+
+def offload_restores_published(variant, x):
+    return _offload_restores_published(variant, x, annotated=False)
+
+
+def offload_restores_published_with_eagle(variant, x):
+    return _offload_restores_published(variant, x, annotated=True)
+
+
 def prefill_ends_where_decode_begins(variant, x):
     """Which tokens the engine's step computes as prefill, from any state of
     a request (fresh, or resumed with `tokens - prompt` output tokens to
@@ -333,9 +370,14 @@ def prefill_ends_where_decode_begins(variant, x):
     _, _, step, hypotheses = engine_step(variant, x, guarded=False, in_prefill=False)
     computed, prompt, tokens = x["computed"], x["prompt"], x["tokens"]
     prefill = step.end == computed + x["scheduled"]
+    left = tokens - computed
     return Claim(
         hypotheses=hypotheses,
         goal=arith.all_of(
+            # It asks the split for as many tokens as the budget allows and no more than are left.
+            step.requested <= x["budget"],
+            step.requested <= left,
+            arith.any_of(step.requested == x["budget"], step.requested == left),
             arith.implies(computed < prompt, prefill),
             arith.implies(computed < tokens - 1, prefill),
             arith.implies(
@@ -470,9 +512,21 @@ THEOREMS = (
         ),
     ),
     Theorem(
+        "prefill-offload-restores-published",
+        "prefill",
+        "The native offload connector restores every checkpoint a cached prefill published on every group's "
+        "chunk grid (chunks of any number of blocks) below the cached request's last token, for any later "
+        "request extending it; with an EAGLE group, one whose chunk beyond is cached too.",
+        (
+            Obligation("plain", OFFLOAD_VARS, offload_restores_published),
+            Obligation("eagle", OFFLOAD_VARS, offload_restores_published_with_eagle),
+        ),
+    ),
+    Theorem(
         "prefill-end",
         "prefill",
-        "The engine's step computes every prompt token as prefill, and a resumed request's output tokens too "
+        "The engine's step asks the split for min(budget, tokens left) tokens and computes every prompt token "
+        "as prefill, and a resumed request's output tokens too "
         "up to its last, which is decode's: the step from N - 1 tokens of a request with outputs computes and "
         "publishes nothing. So the prefill ends at max(P, N - 1), the bound vLLM's split reads "
         "(tests/conformance/test_prefill_end.py checks it against the real split).",

@@ -35,7 +35,9 @@ DEFAULT_TIMEOUT = 600  # seconds per mutant: the whole catalogue takes about 15 
 # Theorems that compare a variant with vLLM 0.33.0 as released (the unpatched
 # model, proofs/mutation/patch.py:pristine): a kill by one of them says the
 # mutant changed released behaviour, not which property it breaks.
-REFERENCE_THEOREMS = frozenset({"config-default-equivalence", "config-physical-unchanged", "split-default-equivalence"})
+REFERENCE_THEOREMS = frozenset(
+    {"config-default-equivalence", "config-physical-unchanged", "plan-default-equivalence", "split-default-equivalence"}
+)
 
 
 @dataclass
