@@ -31,9 +31,8 @@ import z3
 
 from models.errors import GridproofError
 from proofs.catalog import Theorem
-from proofs.mutation.handwritten import in_effect
-from proofs.runner import Entry, formula_location
-from proofs.solver import PROVED, QUERY_PARAMETERS, REFUTED, Query, query_text
+from proofs.runner import Entry, claim_texts, formula_location
+from proofs.solver import PROVED, QUERY_PARAMETERS, REFUTED, Query
 
 FORMAT = "gridproof-cache/1"
 # The decision procedure: a change to any of these may change a verdict or
@@ -79,10 +78,8 @@ def entry_key(theorem: Theorem, variant_name: str, expected: str, rlimit: int, t
         repr((theorem.name, theorem.subject, theorem.statement, theorem.ablate, variant_name, expected)),
         repr((rlimit, tier, seed, QUERY_PARAMETERS, formula_location(theorem.obligations[0].formula))),
     ]
-    for o in obligations:
-        parts.append(repr((o.name, o.variables, o.case_split, o.lemmas, o.solver_options, o.strategy)))
-        with in_effect(variant_name) as variant:  # a mutant's query is read with its patch applied
-            parts.append(query_text(o.formula, o.variables, variant))
+    parts += [repr((o.name, o.variables, o.case_split, o.lemmas, o.solver_options, o.strategy)) for o in obligations]
+    parts += claim_texts(theorem, variant_name)
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 

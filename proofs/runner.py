@@ -214,16 +214,22 @@ def reproduce_command(theorem: str, variants: list[str], rlimit: int, seed: int 
     return command + (f" --seed {seed}" if seed is not None else "")
 
 
-def claim_key(theorem: Theorem, variant_name: str, expected: str, rlimit: int, seed: int | None) -> str:
-    """What an entry's decision is a function of: every obligation's claim
-    as one query's text (solver.query_text), the trace search's too, and how
-    it is decided. Two variants with the same key pose the same queries in
-    the same order, each in a fresh context, and so get the same entry."""
+def claim_texts(theorem: Theorem, variant_name: str) -> list[str]:
+    """Every obligation's claim, the trace search's too, as one query's text
+    each (solver.query_text), read under `variant_name`: a mutant's with its
+    patch applied. What a decision of the entry is a function of."""
     obligations = [*theorem.obligations, *([theorem.trace_search] if theorem.trace_search else [])]
+    with in_effect(variant_name) as variant:
+        return [query_text(o.formula, o.variables, variant) for o in obligations]
+
+
+def claim_key(theorem: Theorem, variant_name: str, expected: str, rlimit: int, seed: int | None) -> str:
+    """The claims' texts and how they are decided. Two variants with the same
+    key pose the same queries in the same order, each in a fresh context,
+    and so get the same entry."""
     digest = hashlib.sha256(repr((expected, rlimit, seed)).encode())
-    with in_effect(variant_name) as variant:  # a mutant's claim is read with its patch applied
-        for o in obligations:
-            digest.update(query_text(o.formula, o.variables, variant).encode())
+    for text in claim_texts(theorem, variant_name):
+        digest.update(text.encode())
     return digest.hexdigest()
 
 
