@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import math
+import operator
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -243,21 +244,21 @@ class SymbolicContext:
             self._note_divisor(d)
             return x / d, x % d
         x, d = z3.simplify(x), z3.simplify(d)
-        operator = _operator(x)
-        if operator == z3.Z3_OP_ANUM and z3.is_int_value(x) and x.as_long() == 0:
+        kind = _operator(x)
+        if kind == z3.Z3_OP_ANUM and z3.is_int_value(x) and x.as_long() == 0:
             self._note_divisor(d)
             return z3.IntVal(0, x.ctx), z3.IntVal(0, x.ctx)
-        if operator == z3.Z3_OP_ITE:
+        if kind == z3.Z3_OP_ITE:
             condition, then, otherwise = x.children()
             q1, r1 = self.divide(then, d)
             q2, r2 = self.divide(otherwise, d)
             return _if(condition, q1, q2), _if(condition, r1, r2)
-        factor = _cofactor(x, d, operator)
+        factor = _cofactor(x, d, kind)
         if factor is not None:
             self._note_divisor(d)
             self._register(factor, d)
             return factor, z3.IntVal(0, d.ctx)
-        if operator == z3.Z3_OP_ADD:
+        if kind == z3.Z3_OP_ADD:
             terms = x.children()
             for i, term in enumerate(terms):
                 factor = _cofactor(term, d, _operator(term))
@@ -411,11 +412,11 @@ def _operator(x: z3.ExprRef) -> int | None:
     return z3.Z3_get_decl_kind(context, z3.Z3_get_app_decl(context, z3.Z3_to_app(context, ast)))
 
 
-def _cofactor(x: z3.ArithRef, d: z3.ArithRef, operator: int | None) -> z3.ArithRef | None:
-    """c when x (whose operator is `operator`) is visibly c * d, else None."""
+def _cofactor(x: z3.ArithRef, d: z3.ArithRef, kind: int | None) -> z3.ArithRef | None:
+    """c when x (whose operator is of `kind`) is visibly c * d, else None."""
     if x.eq(d):
         return z3.IntVal(1, d.ctx)
-    if operator == z3.Z3_OP_MUL:
+    if kind == z3.Z3_OP_MUL:
         factors = x.children()
         for i, f in enumerate(factors):
             if f.eq(d):
@@ -485,21 +486,21 @@ def as_term(x: object, ctx: z3.Context) -> z3.ExprRef:
 def floordiv(x, d):
     if is_symbolic(x, d):
         return _context().divide(*_terms(x, d))[0]
-    _check_vector_divisor(x, d)
-    try:
-        return x // d
-    except ZeroDivisionError:
-        if not _recorded_division_by_zero():
-            raise
-        return 0
+    return _concretely(operator.floordiv, x, d)
 
 
 def mod(x, d):
     if is_symbolic(x, d):
         return _context().divide(*_terms(x, d))[1]
+    return _concretely(operator.mod, x, d)
+
+
+def _concretely(division, x, d):
+    """`division` (// or %) on ints or numpy lanes, as Python divides: by
+    zero it raises, or, within divisions_by_zero_recorded, is recorded."""
     _check_vector_divisor(x, d)
     try:
-        return x % d
+        return division(x, d)
     except ZeroDivisionError:
         if not _recorded_division_by_zero():
             raise
@@ -520,7 +521,7 @@ def _recorded_division_by_zero() -> bool:
     recorded = _divisions_by_zero.get()
     if recorded is None:
         return False
-    frame = sys._getframe(2)  # the caller of floordiv or mod
+    frame = sys._getframe(2)  # within arith: floordiv or mod, or what called them
     while frame is not None and frame.f_code.co_filename == __file__:
         frame = frame.f_back  # cdiv, round_down, divides
     if frame is None:
