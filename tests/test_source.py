@@ -45,20 +45,21 @@ def test_the_helpers_are_proved_equivalent_to_the_model(shipped, name):
     assert verdict.paths >= 2 and not verdict.exploration.raised
 
 
-def _tree(tmp_path: Path, edit=None, extra: str = "") -> VllmSource:
-    """A vLLM tree holding the installed kv_cache_interface.py (edited) and math_utils.py."""
+def _tree(tmp_path: Path, edit=None, extra: str = "", module: str = KV) -> VllmSource:
+    """A vLLM tree holding the installed `module` (kv_cache_interface.py
+    unless named; edited) and math_utils.py."""
     root = tmp_path / "vllm"
-    for relative in (KV, "utils/math_utils.py"):
+    for relative in (module, "utils/math_utils.py"):
         target = root / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(Path(INSTALLED.filename("vllm." + relative[:-3].replace("/", "."))), target)
     (root / "platforms").mkdir()
-    text = (root / KV).read_text()
+    text = (root / module).read_text()
     if edit is not None:
         old, new = edit
         assert old in text
         text = text.replace(old, new)
-    (root / KV).write_text(text + textwrap.dedent(extra))
+    (root / module).write_text(text + textwrap.dedent(extra))
     return VllmSource.from_path(str(tmp_path))
 
 
@@ -182,3 +183,64 @@ def test_grid_landing_notices_a_split_that_skips_a_block_boundary(tmp_path):
     verdict = theorems.prove("split-grid-landing", ShippedFunctions(Loader(source)))
     assert verdict.verdict == REFUTED
     assert verdict.counterexample is not None
+
+
+MAMBA_UTILS = "v1/worker/mamba_utils.py"
+MAMBA_HYBRID = "v1/worker/gpu/model_states/mamba_hybrid.py"
+
+
+def test_the_state_columns_run_concretely_as_the_worker_computes_them(shipped):
+    """(copy source, copy destination, recorded column) of preprocess_mamba,
+    on the scalar and the fused path; add_request's seeded column."""
+    # A request resumed at 5 with 8 more tokens, blocks of 4: read column 1, kept in 3.
+    for fused in (False, True):
+        assert shipped.state_columns(5, 8, 4, 2, 1, 9, True, fused) == (1, 3, 3)
+    assert shipped.state_columns(0, 4, 4, 0, 1, 0, False, False) == (-1, -1, 0)  # fresh: nothing to read
+    assert shipped.state_columns(5, 2, 4, 0, 1, 0, False, True) == (-1, -1, 1)  # already in place
+    assert shipped.seeded_state_column(5, 4, 2) == 1 and shipped.seeded_state_column(0, 4, 2) == -1
+
+
+@pytest.mark.parametrize("name", ["state_columns", "seeded_state_column"])
+def test_the_state_columns_are_proved_as_the_model_states_them(shipped, name):
+    verdict = equivalence(SUBJECTS[name], shipped)
+    assert verdict.verdict == PROVED, verdict.reason
+    assert not verdict.exploration.raised
+
+
+@pytest.mark.parametrize(
+    ("relative", "name", "edit"),
+    [
+        (
+            MAMBA_UTILS,
+            "state_columns",
+            ("(req_state.num_computed_tokens - 1) // block_size", "req_state.num_computed_tokens // block_size"),
+        ),
+        (
+            MAMBA_HYBRID,
+            "seeded_state_column",
+            (
+                "(new_req_data.num_computed_tokens - 1) // mamba_block_size",
+                "new_req_data.num_computed_tokens // mamba_block_size",
+            ),
+        ),
+    ],
+)
+def test_a_read_column_off_by_one_is_refuted_with_an_input_that_replays(tmp_path, relative, name, edit):
+    functions = ShippedFunctions(Loader(_tree(tmp_path, edit, module=relative)))
+    verdict = equivalence(SUBJECTS[name], functions)
+    assert verdict.verdict == REFUTED
+    shipped_value, model_value = verdict.values
+    assert shipped_value != model_value
+    assert SUBJECTS[name].shipped(functions, verdict.counterexample) == shipped_value  # the edited function, run
+
+
+def test_a_stale_column_left_for_a_resumed_request_is_refuted(tmp_path):
+    """The cleanup must drop a resumed request's stale entry: kept, the stale
+    column is read instead of (c - 1) // R."""
+    edit = (
+        "for req_id in itertools.chain(finished_req_ids, preempted_req_ids, resumed_req_ids):",
+        "for req_id in itertools.chain(finished_req_ids, preempted_req_ids):",
+    )
+    functions = ShippedFunctions(Loader(_tree(tmp_path, edit, module=MAMBA_UTILS)))
+    verdict = equivalence(SUBJECTS["state_columns"], functions)
+    assert verdict.verdict == REFUTED and verdict.counterexample["resumed"] is True

@@ -15,7 +15,7 @@ import contextvars
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from models import arith, scheduler
+from models import arith, prefill, scheduler
 from models.config import resolve
 from models.variants import BASELINE
 from proofs.catalog.base import (
@@ -29,6 +29,7 @@ from proofs.catalog.base import (
 )
 from proofs.catalog.config import CONFIG_VARS, config_domain, config_inputs
 from proofs.solver import Claim, Var
+from proofs.source import resume
 
 _domain: contextvars.ContextVar[tuple] = contextvars.ContextVar("gridproof_source_domain", default=())
 
@@ -97,6 +98,27 @@ def _valid_domain(x):
     }
 
 
+def _state_columns_domain(x):
+    return {
+        "token counts non-negative, a chunk scheduled": arith.all_of(x["computed"] >= 0, x["scheduled"] >= 1),
+        "block and accepted count positive": arith.all_of(x["cadence"] >= 1, x["accepted"] >= 1),
+        "speculative blocks non-negative": x["spec_blocks"] >= 0,
+        "a stale column is a column or none (-1)": x["stale"] >= -1,
+    }
+
+
+def _seeded_domain(x):
+    return {
+        "token count non-negative": x["computed"] >= 0,
+        "block sizes positive": arith.all_of(x["cadence"] >= 1, x["block"] >= 1),
+        # cache_config.block_size is the minimum over the prefix-cacheable groups, the Mamba group's among them
+        "the attention block at most the Mamba block": x["block"] <= x["cadence"],
+    }
+
+
+_STATE_COLUMNS_ARGS = ("computed", "scheduled", "cadence", "spec_blocks", "accepted", "stale", "resumed", "fused")
+
+
 def _resolved(r):
     return (r.block_size, r.mamba_block_size, r.mamba_page_size_padded)
 
@@ -124,6 +146,24 @@ SUBJECTS = {
         config_domain,
         lambda x: _resolved(resolve(BASELINE, config_inputs(x))),
         lambda f, x: f.block_size_resolution(config_inputs(x)),
+    ),
+    "state_columns": Subject(
+        "state_columns",
+        (
+            *ints("computed", "spec_blocks", "stale"),
+            *ints("scheduled", "cadence", "accepted", size=True),
+            *bools("resumed", "fused"),
+        ),
+        _state_columns_domain,
+        lambda x: resume.expected_state_columns(BASELINE, x["computed"], x["scheduled"], x["cadence"]),
+        lambda f, x: f.state_columns(*(x[a] for a in _STATE_COLUMNS_ARGS)),
+    ),
+    "seeded_state_column": Subject(
+        "seeded_state_column",
+        (*ints("computed"), *ints("cadence", "block", size=True)),
+        _seeded_domain,
+        lambda x: prefill.initial_state_column(BASELINE, x["computed"], x["cadence"]),
+        lambda f, x: f.seeded_state_column(x["computed"], x["cadence"], x["block"]),
     ),
     "split": Subject(
         "split",

@@ -13,7 +13,7 @@ from models.arith import is_symbolic
 from models.config import ConfigInputs
 from models.scheduler import SplitCall, SplitParams
 from proofs.real_vllm.split import split_stand_ins
-from proofs.source import platform
+from proofs.source import platform, resume
 from proofs.source.loader import LoadedFunction, Loader
 from proofs.source.proxy import term
 from proofs.source.reading import symbolic_or_concrete
@@ -32,6 +32,7 @@ class ShippedFunctions:
     def __init__(self, loader: Loader) -> None:
         self.loader = loader
         loader.stand_ins.update(platform.STATIC)
+        loader.stand_ins.update(resume.STAND_INS)
         self._loaded: dict[str, LoadedFunction] = {}
 
     def loaded(self, name: str) -> LoadedFunction:
@@ -103,6 +104,29 @@ class ShippedFunctions:
 
         return self._call("block_size_resolution", _symbolic(*vars(c).values()), run, value)
 
+    def state_columns(self, computed, scheduled, cadence, spec_blocks, accepted, stale, resumed, fused):
+        """`preprocess_mamba` for one request (proofs/source/resume.py):
+        (copy source, copy destination, recorded state column)."""
+
+        def run(f):
+            call = resume.preprocess_call(computed, scheduled, cadence, spec_blocks, accepted, stale, resumed, fused)
+            f(**call.arguments)
+            return call.observed()
+
+        values = (computed, scheduled, cadence, spec_blocks, accepted, stale, resumed, fused)
+        return self._call("state_columns", _symbolic(*values), run, value=lambda v: tuple(term(x) for x in v))
+
+    def seeded_state_column(self, computed, cadence, block):
+        """`MambaHybridModelState.add_request` in align mode: the column it
+        seeds a request added at `computed` with."""
+
+        def run(f):
+            arguments, seeded = resume.add_request_call(*_proxies(computed, cadence, block))
+            f(*arguments)
+            return seeded()
+
+        return self._call("seeded_state_column", _symbolic(computed, cadence, block), run)
+
 
 def _accepted(function, **keywords):
     """The keywords `function` takes: an input an older release's function
@@ -123,4 +147,6 @@ TARGETS = {
     "checkpoint_position": (KV_CACHE_INTERFACE, "get_mamba_prefill_checkpoint_position"),
     "checkpoint_valid": (KV_CACHE_INTERFACE, "is_mamba_prefill_checkpoint_valid"),
     "block_size_resolution": (PLATFORM, "Platform._align_hybrid_block_size"),
+    "state_columns": (resume.MAMBA_UTILS, "preprocess_mamba"),
+    "seeded_state_column": (resume.MAMBA_HYBRID, "MambaHybridModelState.add_request"),
 }
