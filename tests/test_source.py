@@ -244,3 +244,24 @@ def test_a_stale_column_left_for_a_resumed_request_is_refuted(tmp_path):
     functions = ShippedFunctions(Loader(_tree(tmp_path, edit, module=MAMBA_UTILS)))
     verdict = equivalence(SUBJECTS["state_columns"], functions)
     assert verdict.verdict == REFUTED and verdict.counterexample["resumed"] is True
+
+
+def test_an_earlier_release_seeds_the_column_in_attention_blocks():
+    """0.31.0 divides by cache_config.block_size: refuted where the attention
+    block is below the Mamba block, on an input its own add_request replays."""
+    wheel = cached_wheel("0.31.0")
+    if wheel is None:
+        pytest.skip(f"no vLLM 0.31.0 wheel cached: pip download vllm==0.31.0 --no-deps -d {WHEEL_CACHE}")
+    functions = ShippedFunctions(Loader(VllmSource("vLLM 0.31.0", wheel=wheel)))
+    verdict = equivalence(SUBJECTS["seeded_state_column"], functions)
+    assert verdict.verdict == REFUTED
+    x = verdict.counterexample
+    assert x["block"] < x["cadence"]
+    assert functions.seeded_state_column(x["computed"], x["cadence"], x["block"]) == (x["computed"] - 1) // x["block"]
+
+
+def test_the_command_reports_the_state_columns(capsys):
+    assert main(["source", "--function", "state_columns", "--function", "seeded_state_column", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert out.count('"verdict": "PROVED"') == 2
+    assert "vllm.v1.worker.mamba_utils.preprocess_mamba" in out
