@@ -4,6 +4,7 @@ releases only from a cached wheel, skipped with the reason when it is absent."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import textwrap
 from pathlib import Path
@@ -262,6 +263,10 @@ def test_an_earlier_release_seeds_the_column_in_attention_blocks():
 
 def test_the_command_reports_the_state_columns(capsys):
     assert main(["source", "--function", "state_columns", "--function", "seeded_state_column", "--json"]) == 0
-    out = capsys.readouterr().out
-    assert out.count('"verdict": "PROVED"') == 2
-    assert "vllm.v1.worker.mamba_utils.preprocess_mamba" in out
+    functions = json.loads(capsys.readouterr().out)["functions"]
+    assert {name: e["verdict"] for name, e in functions.items()} == {
+        "state_columns": PROVED,
+        "seeded_state_column": PROVED,
+    }
+    assert functions["state_columns"]["qualname"] == "vllm.v1.worker.mamba_utils.preprocess_mamba"
+    assert functions["state_columns"]["returned"] == 8
