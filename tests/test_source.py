@@ -199,9 +199,12 @@ def test_the_state_columns_run_concretely_as_the_worker_computes_them(shipped):
     assert shipped.state_columns(0, 4, 4, 0, 1, 0, False, False) == (-1, -1, 0)  # fresh: nothing to read
     assert shipped.state_columns(5, 2, 4, 0, 1, 0, False, True) == (-1, -1, 1)  # already in place
     assert shipped.seeded_state_column(5, 4, 2) == 1 and shipped.seeded_state_column(0, 4, 2) == -1
+    # The V2 step kernel, run as Python: from column 1 to cdiv(5 + 8, 4) - 1 = 3; a fresh one from -1.
+    assert shipped.advanced_state_column(5, 8, 4, 1, 1, 7) == (1, 3)
+    assert shipped.advanced_state_column(0, 3, 4, -1, 2, 0) == (-1, 0)
 
 
-@pytest.mark.parametrize("name", ["state_columns", "seeded_state_column"])
+@pytest.mark.parametrize("name", ["state_columns", "seeded_state_column", "advanced_state_column"])
 def test_the_state_columns_are_proved_as_the_model_states_them(shipped, name):
     verdict = equivalence(SUBJECTS[name], shipped)
     assert verdict.verdict == PROVED, verdict.reason
@@ -235,6 +238,35 @@ def test_a_read_column_off_by_one_is_refuted_with_an_input_that_replays(tmp_path
     assert SUBJECTS[name].shipped(functions, verdict.counterexample) == shipped_value  # the edited function, run
 
 
+KERNEL_COLUMN = "new_state_idx = (computed_after + MAMBA_BLOCK_SIZE - 1) // MAMBA_BLOCK_SIZE - 1"
+
+
+def test_a_kernel_column_that_ignores_the_batch_offset_is_refuted(tmp_path):
+    edit = ("computed_after = num_computed + query_end - query_start", "computed_after = num_computed + query_end")
+    functions = ShippedFunctions(Loader(_tree(tmp_path, edit, module=MAMBA_UTILS)))
+    verdict = equivalence(SUBJECTS["advanced_state_column"], functions)
+    assert verdict.verdict == REFUTED and verdict.counterexample["batch_offset"] > 0
+    assert SUBJECTS["advanced_state_column"].shipped(functions, verdict.counterexample) == verdict.values[0]
+
+
+def test_a_kernel_division_of_a_value_that_may_be_negative_is_refused_by_line(tmp_path):
+    """Triton's `//` truncates: read as floor division only where the dividend is
+    non-negative. (c - 1) // R with c = 0 may be negative: refused, not guessed."""
+    edit = (KERNEL_COLUMN, "new_state_idx = (num_computed - 1) // MAMBA_BLOCK_SIZE")
+    verdict = equivalence(
+        SUBJECTS["advanced_state_column"], ShippedFunctions(Loader(_tree(tmp_path, edit, module=MAMBA_UTILS)))
+    )
+    assert verdict.verdict == UNKNOWN
+    assert "truncating division" in verdict.reason and "mamba_utils.py:" in verdict.reason
+
+
+def test_a_kernel_column_written_as_floor_of_the_last_token_is_proved_equivalent(tmp_path):
+    """(c + n - 1) // R is cdiv(c + n, R) - 1 for c + n >= 1: an equivalent rewrite stays PROVED."""
+    edit = (KERNEL_COLUMN, "new_state_idx = (computed_after - 1) // MAMBA_BLOCK_SIZE")
+    functions = ShippedFunctions(Loader(_tree(tmp_path, edit, module=MAMBA_UTILS)))
+    assert equivalence(SUBJECTS["advanced_state_column"], functions).verdict == PROVED
+
+
 def test_a_stale_column_left_for_a_resumed_request_is_refuted(tmp_path):
     """The cleanup must drop a resumed request's stale entry: kept, the stale
     column is read instead of (c - 1) // R."""
@@ -262,11 +294,9 @@ def test_an_earlier_release_seeds_the_column_in_attention_blocks():
 
 
 def test_the_command_reports_the_state_columns(capsys):
-    assert main(["source", "--function", "state_columns", "--function", "seeded_state_column", "--json"]) == 0
+    names = ["state_columns", "seeded_state_column", "advanced_state_column"]
+    assert main(["source", *(f"--function={name}" for name in names), "--json"]) == 0
     functions = json.loads(capsys.readouterr().out)["functions"]
-    assert {name: e["verdict"] for name, e in functions.items()} == {
-        "state_columns": PROVED,
-        "seeded_state_column": PROVED,
-    }
+    assert {name: e["verdict"] for name, e in functions.items()} == dict.fromkeys(names, PROVED)
     assert functions["state_columns"]["qualname"] == "vllm.v1.worker.mamba_utils.preprocess_mamba"
     assert functions["state_columns"]["returned"] == 8

@@ -116,6 +116,18 @@ def _seeded_domain(x):
     }
 
 
+def _advanced_domain(x):
+    return {
+        "token counts non-negative, a chunk scheduled": arith.all_of(x["computed"] >= 0, x["scheduled"] >= 1),
+        "block and accepted count positive": arith.all_of(x["cadence"] >= 1, x["accepted"] >= 1),
+        "the state's column is a column or none (-1)": x["previous"] >= -1,
+        "the chunk's offset in the batch non-negative": x["batch_offset"] >= 0,
+    }
+
+
+_ADVANCED_ARGS = ("computed", "scheduled", "cadence", "previous", "accepted", "batch_offset")
+
+
 _STATE_COLUMNS_ARGS = ("computed", "scheduled", "cadence", "spec_blocks", "accepted", "stale", "resumed", "fused")
 
 
@@ -164,6 +176,13 @@ SUBJECTS = {
         _seeded_domain,
         lambda x: prefill.initial_state_column(BASELINE, x["computed"], x["cadence"]),
         lambda f, x: f.seeded_state_column(x["computed"], x["cadence"], x["block"]),
+    ),
+    "advanced_state_column": Subject(
+        "advanced_state_column",
+        (*ints("computed", "previous", "batch_offset"), *ints("scheduled", "cadence", "accepted", size=True)),
+        _advanced_domain,
+        lambda x: (x["previous"], prefill.state_column(x["computed"] + x["scheduled"], x["cadence"])),
+        lambda f, x: f.advanced_state_column(*(x[a] for a in _ADVANCED_ARGS)),
     ),
     "split": Subject(
         "split",

@@ -38,7 +38,7 @@ class ShippedFunctions:
     def loaded(self, name: str) -> LoadedFunction:
         if name not in self._loaded:
             module, qualname = TARGETS[name]
-            self._loaded[name] = self.loader.load(module, qualname)
+            self._loaded[name] = self.loader.load(module, qualname, kernel=name in KERNELS)
         return self._loaded[name]
 
     def _call(self, name: str, symbolic: bool, make_call, value=term):
@@ -127,6 +127,20 @@ class ShippedFunctions:
 
         return self._call("seeded_state_column", _symbolic(computed, cadence, block), run)
 
+    def advanced_state_column(self, computed, scheduled, cadence, previous, accepted, batch_offset):
+        """`preprocess_mamba_align_fused_kernel`, the V2 worker's step, for a
+        request at `computed` scheduled `scheduled` tokens (from `batch_offset`
+        in the batch) whose state is in column `previous`: (the copy's source
+        column, the column after the chunk)."""
+
+        def run(f):
+            launch, observed = resume.kernel_call(computed, scheduled, cadence, previous, accepted, batch_offset)
+            f(*launch.args, **launch.kwargs)
+            return observed()
+
+        values = (computed, scheduled, cadence, previous, accepted, batch_offset)
+        return self._call("advanced_state_column", _symbolic(*values), run, value=lambda v: tuple(map(term, v)))
+
 
 def _accepted(function, **keywords):
     """The keywords `function` takes: an input an older release's function
@@ -149,4 +163,6 @@ TARGETS = {
     "block_size_resolution": (PLATFORM, "Platform._align_hybrid_block_size"),
     "state_columns": (resume.MAMBA_UTILS, "preprocess_mamba"),
     "seeded_state_column": (resume.MAMBA_HYBRID, "MambaHybridModelState.add_request"),
+    "advanced_state_column": (resume.MAMBA_UTILS, "preprocess_mamba_align_fused_kernel"),
 }
+KERNELS = {"advanced_state_column"}  # Triton kernels, run as Python (proofs/source/kernel.py)

@@ -98,6 +98,7 @@ class VllmSource:
 # Decorators that only bind a function or cache its results: the executor
 # calls the plain function (a cache would hash the proxies).
 _BINDING_DECORATORS = {"classmethod", "staticmethod", "cache", "lru_cache", "cached"}
+_KERNEL_DECORATORS = {"jit"}
 
 
 @dataclass
@@ -150,7 +151,9 @@ class Loader:
         except SourceError:
             return False
 
-    def load(self, module: str, qualname: str) -> LoadedFunction:
+    def load(self, module: str, qualname: str, kernel: bool = False) -> LoadedFunction:
+        """`kernel`: a Triton kernel, whose `@triton.jit` is dropped so its body
+        runs as Python on the caller's `tl` stand-in (proofs/source/kernel.py)."""
         key = (module, qualname)
         if key in self._functions:
             return self._functions[key]
@@ -162,7 +165,7 @@ class Loader:
         self.files.add(file)
         loaded = LoadedFunction(qualname, module, None, file, node.lineno)
         self._functions[key] = loaded
-        node = merge.rewrite(_plain(node, qualname))
+        node = merge.rewrite(_plain(node, qualname, _KERNEL_DECORATORS if kernel else set()))
         namespace = {"__builtins__": self._builtins, "__name__": module, "__merge__": merge}
         for name, line in _global_reads(m.table, qualname, node):
             value = self._resolve(m, name, line, loaded)
@@ -270,13 +273,13 @@ def _find(tree: ast.Module, qualname: str) -> ast.FunctionDef | None:
     return found
 
 
-def _plain(node: ast.FunctionDef, qualname: str) -> ast.FunctionDef:
-    """The def without annotations or binding decorators."""
+def _plain(node: ast.FunctionDef, qualname: str, also_dropped: set[str]) -> ast.FunctionDef:
+    """The def without annotations, binding decorators and `also_dropped`."""
     node = copy.deepcopy(node)
     for decorator in node.decorator_list:
         target = decorator.func if isinstance(decorator, ast.Call) else decorator
         name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "?")
-        if name not in _BINDING_DECORATORS:
+        if name not in _BINDING_DECORATORS | also_dropped:
             raise SourceError(f"{qualname}: decorator @{name} (line {decorator.lineno}) is not supported")
     node.decorator_list = []
     node.returns = None

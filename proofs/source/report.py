@@ -151,7 +151,7 @@ def render_text(result: dict) -> str:
         lines = [f"{result['source']} (version {result['version']}) against the model"]
     for name, e in result["functions"].items():
         line = f"  {name:<20} {e['verdict']:<8}"
-        if "paths" in e:
+        if "returned" in e:  # explored (an executor ERROR has no paths)
             line += f" {e['returned']} returning paths, {e['raised']} raising, {e['seconds']} s"
         if "reason" in e:
             line += f"  ({e['reason']})"

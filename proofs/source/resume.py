@@ -1,6 +1,6 @@
 """The state columns of a resumed request, read from vLLM's worker code.
 
-Two functions place a request's recurrent state:
+Three functions place a request's recurrent state:
 
 - `preprocess_mamba` (v1/worker/mamba_utils.py, the V1 worker) computes the
   column the request's state is read from, `(c - 1) // R` for a new or
@@ -8,9 +8,13 @@ Two functions place a request's recurrent state:
   `cdiv(c + n, R) - 1`, and queues a copy between the two;
 - `MambaHybridModelState.add_request` (v1/worker/gpu/model_states/
   mamba_hybrid.py, the V2 worker) seeds the running column of a request
-  added at `c` with `(c - 1) // R`.
+  added at `c` with `(c - 1) // R`;
+- the V2 worker's Triton kernel `preprocess_mamba_align_fused_kernel`
+  (v1/worker/mamba_utils.py) copies from that column and advances it to
+  `(c + n + R - 1) // R - 1` on the GPU: run as Python for one program of
+  one lane (proofs/source/kernel.py), on lists standing for its buffers.
 
-Both run whole, from source, on stand-ins that record where a state is read
+The first two run whole, from source, on stand-ins that record where a state is read
 from and written to. The batch holds one request in a concrete one-element
 list (`REQUEST`); its token counts, the block size, the speculative blocks and
 the accepted-token count are symbolic. What the worker hands to torch or to
@@ -39,7 +43,7 @@ from dataclasses import dataclass
 import z3
 
 from models import arith, prefill
-from proofs.source import paths
+from proofs.source import kernel, paths
 from proofs.source.proxy import SymInt, Unsupported, wrap
 from proofs.source.standins import StandIn
 
@@ -149,6 +153,7 @@ STAND_INS = {
     f"{MAMBA_UTILS}._FusedPrecopy": namedtuple("_FusedPrecopy", "ctx state_idx src_col token_bias"),
     "itertools.chain": itertools.chain,
     f"{MAMBA_HYBRID}.super": lambda *args: _super(*args),
+    f"{MAMBA_UTILS}.tl": kernel.Language,
 }
 
 
@@ -295,3 +300,42 @@ def expected_state_columns(variant, computed, scheduled, cadence) -> tuple:
     column = prefill.state_column(computed + scheduled, cadence)
     moved = arith.all_of(initial != -1, initial != column)
     return (arith.ite(moved, initial, NO_COPY), arith.ite(moved, column, NO_COPY), column)
+
+
+@dataclass
+class Launch:
+    args: tuple
+    kwargs: dict
+
+
+def kernel_call(computed, scheduled, cadence, previous, accepted, batch_offset):
+    """The V2 step kernel's arguments for one request in slot 0, its state in
+    column `previous`, its chunk at `batch_offset` in the batch's tokens,
+    launched as one program of one lane (BLOCK_SIZE 1; `preprocess_state`
+    launches 256 lanes, masked beyond the batch).
+    Returns the launch and a function reading (source column, new column)."""
+    state_index = [kernel.lane(previous)]
+    source_column = [None]
+    memories = (
+        [0],  # idx_mapping: batch row 0 is request slot 0
+        state_index,
+        [kernel.lane(computed)],
+        [
+            kernel.lane(batch_offset),
+            kernel.lane(batch_offset) + kernel.lane(scheduled),
+        ],  # query_start_loc, at batch row 0
+        [kernel.lane(accepted)],
+        source_column,
+        [None],  # the source offset (the accepted-token bias)
+    )
+    launch = Launch(
+        tuple(kernel.Pointer(m) for m in memories) + (1,),
+        {"BLOCK_SIZE": 1, "MAMBA_BLOCK_SIZE": kernel.lane(cadence)},
+    )
+
+    def observed():
+        if source_column[0] is None:
+            raise Unsupported("the kernel stored no source column")
+        return (kernel.value_of(source_column[0]), kernel.value_of(state_index[0]))
+
+    return launch, observed
