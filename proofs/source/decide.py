@@ -73,7 +73,7 @@ def _decide(subject: Subject, left, right, rlimit: int) -> Verdict:
                 continue
             if answer is z3.unsat:
                 continue
-            values = _values(answer, x, subject)
+            values = _values(answer, x, subject.variables)
             holds, _ = replay(subject.formula(left, right), BASELINE, values)
             if holds:
                 difference = subject.difference(left, right, values)
@@ -119,9 +119,9 @@ def _probe(subject: Subject, left, right, tries: int = PROBES) -> dict | None:
     return None
 
 
-def _values(model: z3.ModelRef, x: dict, subject: Subject) -> dict:
+def _values(model: z3.ModelRef, x: dict, variables) -> dict:
     values = {}
-    for v in subject.variables:
+    for v in variables:
         value = model.eval(x[v.name], model_completion=True)
         values[v.name] = z3.is_true(value) if v.kind is Kind.BOOL else value.as_long()
     return values
