@@ -49,6 +49,9 @@ LEMMAS = {"split-no-jump": (Obligation("ends by the next multiple", VARS, ends_b
 # First, the witness definitions alone: every case of the 0.33.0 split is
 # decided so within 160,000 rlimit; the lemma families only slow them.
 WITNESS_RLIMIT = 1_000_000
+# Whether a case satisfies a theorem's hypotheses: asked case after case
+# until one does (PROVED needs one), a case undecided within it passed over.
+ADMISSION_RLIMIT = 500_000
 
 
 def prove_all(names, functions, rlimit: int = PATH_RLIMIT, progress=None) -> dict[str, Verdict]:
@@ -95,15 +98,15 @@ def _prove(obligation, functions, context, x, shipped, cases, rlimit) -> Verdict
     returned = shipped.exploration.returned
     flags = _flags(x, obligation)
     undecided: set[int] = set()
-    admitted = False
+    admitted = z3.unsat  # sat once a case is shown to satisfy the hypotheses
     for case in cases:
         with reading_split(lambda p, call, value=case.value: value):
             claim = obligation.formula(BASELINE, x)
         facts = [h for h in claim.hypotheses.values() if isinstance(h, z3.BoolRef)] + [case.formula]
         negated = z3.Not(z3.And(claim.goal, *context.obligations))
         context.prune([*facts, negated])
-        if not admitted:
-            admitted = _satisfiable(context, facts)
+        if admitted != z3.sat:
+            admitted = _admits(context, facts, admitted)
         answer = _first_answer(context, facts, negated, flags, rlimit)
         if answer is None:
             undecided.add(case.path)
@@ -119,7 +122,10 @@ def _prove(obligation, functions, context, x, shipped, cases, rlimit) -> Verdict
     if undecided:
         reason = f"{len(undecided)} of {len(returned)} paths undecided within rlimit {rlimit:,}"
         return Verdict(UNKNOWN, len(returned), reason=reason, undecided_paths=sorted(undecided))
-    if not admitted:
+    if admitted == z3.unknown:
+        reason = f"no case shown to satisfy the hypotheses within rlimit {ADMISSION_RLIMIT:,}"
+        return Verdict(UNKNOWN, len(returned), reason=reason)
+    if admitted == z3.unsat:
         return Verdict(VACUOUS, len(returned), reason="no path satisfies the hypotheses")
     return Verdict(PROVED, len(returned), exploration=shipped.exploration)
 
@@ -203,8 +209,12 @@ def _first_answer(context, facts, negated, flags, rlimit):
     return _check((definitions,), facts, negated, flags, rlimit, case_split=True, direct=False)
 
 
-def _satisfiable(context, facts) -> bool:
-    solver = z3.SimpleSolver()
-    solver.set("rlimit", 500_000)
-    solver.add(*context.witness_definitions, *facts)
-    return solver.check() == z3.sat
+def _admits(context, facts, so_far):
+    """sat if the case satisfies the hypotheses; else unknown if this case
+    or an earlier one was undecided, unsat if all were shown not to."""
+    solver = _solver(context.witness_definitions, ADMISSION_RLIMIT)
+    solver.add(*facts)
+    answer = solver.check()
+    if answer == z3.sat:
+        return z3.sat
+    return z3.unknown if z3.unknown in (answer, so_far) else z3.unsat
