@@ -142,9 +142,8 @@ def _prove_from_lemmas(lemmas, obligation, functions, context, x, shipped, cases
             values = _completed(obligation, functions, verdict.counterexample, [lemma_hypothesis(lemma.name)])
             if values is not None:
                 return Verdict(REFUTED, paths, counterexample=values, exploration=shipped.exploration)
-            verdict.verdict = UNKNOWN
-            verdict.reason = f"lemma '{lemma.name}' refuted by {verdict.counterexample}, the theorem not there"
-            return verdict
+            reason = f"lemma '{lemma.name}' refuted by {verdict.counterexample}, the theorem not there"
+            return Verdict(UNKNOWN, paths, reason=reason)
         if verdict.verdict != PROVED:
             verdict.reason = f"lemma '{lemma.name}': {verdict.reason}"
             return verdict
@@ -154,9 +153,8 @@ def _prove_from_lemmas(lemmas, obligation, functions, context, x, shipped, cases
     facts = [h for h in claim.hypotheses.values() if isinstance(h, z3.BoolRef)]
     negated = z3.Not(z3.And(claim.goal, *context.obligations))
     context.prune([*facts, negated])
-    solver = z3.SimpleSolver()
-    solver.set("rlimit", rlimit)
-    solver.add(*context.definitions, *facts, negated)
+    solver = _solver(context.definitions, rlimit)
+    solver.add(*facts, negated)
     answer = solver.check()
     if answer == z3.unsat:
         return Verdict(PROVED, paths, exploration=shipped.exploration)
