@@ -9,7 +9,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+import z3
 
+from models import arith
 from proofs.catalog.base import split_call, split_params
 from proofs.solver import PROVED, REFUTED
 from proofs.source import theorems
@@ -60,3 +62,14 @@ def test_no_jump_notices_a_split_that_passes_a_boundary(tmp_path, old, new):
     x = verdict.counterexample
     start, scheduled = split_call(x).start, functions.split(split_params(x), split_call(x))
     assert start < x["k"] * x["block"] < start + scheduled
+
+
+def test_a_theorem_is_vacuous_only_when_every_case_is_shown_to_admit_nothing():
+    """A case that satisfies the hypotheses admits the theorem whatever came
+    before; an undecided one keeps it from VACUOUS (UNKNOWN instead)."""
+    x = z3.Int("x")
+    context = arith.SymbolicContext()
+    possible, impossible = [x > 0], [x > 0, x < 0]
+    assert theorems._admits(context, possible, z3.unknown) == z3.sat
+    assert theorems._admits(context, impossible, z3.unsat) == z3.unsat
+    assert theorems._admits(context, impossible, z3.unknown) == z3.unknown
