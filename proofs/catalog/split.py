@@ -175,12 +175,19 @@ def _no_jump_setting(variant, x):
         point = arith.multiple(x["k"], p.block)
         hypotheses["a multiple of the cadence"] = x["k"] >= 1
     if _split_reading.get() is not None:
-        return call.start, call.start + r, point, hypotheses, lemmas  # the lemmas read the model's stops
+        # Another reading names no stops: its one lemma is about the end itself.
+        lemmas["ends by the next multiple"] = call.start + r <= _next_multiple(call.start, p.block)
+        return call.start, call.start + r, point, hypotheses, lemmas
     first_stop_end = chunk_end(variant, p, call).ends[0]
     if point is not None:
         lemmas["first stop passes no multiple"] = arith.negate(_passes(call.start, first_stop_end, point))
     lemmas["later stops only lower the end"] = call.start + r <= first_stop_end
     return call.start, call.start + r, point, hypotheses, lemmas
+
+
+def _next_multiple(start, block):
+    """The first multiple of the cadence above `start`."""
+    return arith.multiple(arith.floordiv(start, block) + 1, block)
 
 
 def _passes(start, end, point):
@@ -200,12 +207,26 @@ def later_stops_only_lower(variant, x):
     return Claim(hypotheses=hypotheses, goal=lemmas["later stops only lower the end"])
 
 
+def ends_by_next_multiple(variant, x):
+    """Lemma for no-jump on another reading of the split (proofs/source):
+    the chunk ends at or before the first multiple of the cadence above its
+    start. It names no k: each case of the reading decides it alone."""
+    _, _, _, hypotheses, lemmas = _no_jump_setting(variant, x)
+    return Claim(hypotheses=hypotheses, goal=lemmas["ends by the next multiple"])
+
+
+def lemma_hypothesis(name: str) -> str:
+    """The name a lemma's goal has among the hypotheses of the theorem that
+    uses it: the statement proper is the claim without them."""
+    return f"{name} (lemma)"
+
+
 def no_jump(variant, x):
     """With the cadence above the budget, no chunk passes over a multiple of
     the cadence: every multiple on the way is a chunk end. The two lemmas
     above, proved first, are its hypotheses."""
     start, end, point, hypotheses, lemmas = _no_jump_setting(variant, x)
-    hypotheses.update({f"{name} (lemma)": goal for name, goal in lemmas.items()})
+    hypotheses.update({lemma_hypothesis(name): goal for name, goal in lemmas.items()})
     return Claim(hypotheses=hypotheses, goal=arith.negate(_passes(start, end, point)))
 
 

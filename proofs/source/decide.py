@@ -73,7 +73,7 @@ def _decide(subject: Subject, left, right, rlimit: int) -> Verdict:
                 continue
             if answer is z3.unsat:
                 continue
-            values = _values(answer, x, subject)
+            values = _values(answer, x, subject.variables)
             holds, _ = replay(subject.formula(left, right), BASELINE, values)
             if holds:
                 difference = subject.difference(left, right, values)
@@ -119,16 +119,20 @@ def _probe(subject: Subject, left, right, tries: int = PROBES) -> dict | None:
     return None
 
 
-def _values(model: z3.ModelRef, x: dict, subject: Subject) -> dict:
+def _values(model: z3.ModelRef, x: dict, variables) -> dict:
     values = {}
-    for v in subject.variables:
+    for v in variables:
         value = model.eval(x[v.name], model_completion=True)
         values[v.name] = z3.is_true(value) if v.kind is Kind.BOOL else value.as_long()
     return values
 
 
 def _attempts(context):
-    return (context.definitions, context.witness_definitions + _uniqueness(context))
+    """The witness definitions with the uniqueness lemmas first: on 0.33.0
+    they decide every path the lemma families do, in a tenth of the time
+    (the families made most of the split's paths take 0.1 to 1 s, a few
+    near the budget)."""
+    return (context.witness_definitions + _uniqueness(context), context.definitions)
 
 
 def _check_path(context, x, subject, path, value, other, domain, rlimit):
@@ -151,7 +155,7 @@ def _solver(definitions, rlimit: int) -> z3.Solver:
 
 def _check(attempts, facts, goal, flags, rlimit, case_split=False, direct=True):
     """unsat, a model, or None (undecided). Each set of definitions in turn;
-    then, if `case_split`, with the richer set, case by case over the Bool
+    then, if `case_split`, with the first set, case by case over the Bool
     inputs (a fixed flag erases the merged branches it guards): the split's
     two paths with EAGLE drop and an internal checkpoint are decided so, and
     stay unknown without it. Facts are asserted, not passed as assumptions:
@@ -169,7 +173,7 @@ def _check(attempts, facts, goal, flags, rlimit, case_split=False, direct=True):
         return None
     for values in itertools.product((False, True), repeat=len(flags)):
         substitution = list(zip(flags, map(z3.BoolVal, values), strict=True))
-        solver = _solver(attempts[-1], rlimit)
+        solver = _solver(attempts[0], rlimit)
         solver.add(*(f if value else z3.Not(f) for f, value in zip(flags, values, strict=True)))
         solver.add(*(z3.simplify(z3.substitute(t, *substitution)) for t in (*facts, goal)))
         answer = solver.check()
