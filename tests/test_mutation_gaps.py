@@ -1,0 +1,50 @@
+"""Mutants that used to survive the catalogue or grind in it: each is now
+killed by a theorem that reads the mutated function, or proved equivalent
+before the catalogue runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from proofs.mutation.operators import generate
+from proofs.mutation.reach import key
+from proofs.mutation.run import EQUIVALENT, KILLED, decide_mutant, engine_runs, reach_of
+
+
+def _decided(ident: str, summary: str, only: set[str] | None = None):
+    (mutant,) = [m for m in generate((ident.split(":")[0],)) if m.ident == ident]
+    assert mutant.summary == summary
+    runs = engine_runs()
+    reach = reach_of([mutant], runs)
+    function = key(mutant.patch.module, mutant.patch.function)
+    readers = reach.theorems.get(function, set()) & (only or reach.theorems.get(function, set()))
+    selected = [r for r in runs if r.theorem.name in readers]
+    return decide_mutant(mutant, selected, reach.calls.get(function, []))
+
+
+def test_an_equivalent_offload_mutant_is_proved_so_without_running_the_catalogue():
+    # A position the recurrent chunk divides and at least the cadence is at
+    # least the chunk: the catalogue took more than 600 s on this mutant.
+    result = _decided("reuse:offload_restorable:size-name:18", "recurrent_chunk  ->  cadence")
+    assert result.status == EQUIVALENT, result.reason
+    assert result.theorems_run == 0
+
+
+@pytest.mark.parametrize(
+    "ident, summary, theorem",
+    [
+        # An empty hit restorable: the test's own safety notices.
+        ("reuse:gpu_restorable:relational:1", "position > 0  ->  position >= 0", "restore-test-safe"),
+        # The EAGLE block beyond required of unannotated draft groups too: completeness notices.
+        (
+            "reuse:gpu_restorable:drop-conjunct:1",
+            "arith.all_of(eagle_drop, eagle_annotated)  ->  arith.all_of(eagle_drop)",
+            "prefill-restore-published",
+        ),
+    ],
+)
+def test_restore_mutants_are_killed_by_a_refutation(ident, summary, theorem):
+    result = _decided(ident, summary, only={theorem})
+    assert result.status == KILLED, result.reason
+    assert result.killed_by[0].startswith(f"{theorem} / ")
+    assert "REFUTED, expected PROVED" in result.killed_by[0]
