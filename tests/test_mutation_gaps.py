@@ -8,7 +8,7 @@ import pytest
 
 from proofs.mutation.operators import generate
 from proofs.mutation.reach import key
-from proofs.mutation.run import EQUIVALENT, KILLED, decide_mutant, engine_runs, reach_of
+from proofs.mutation.run import EQUIVALENT, KILLED, _callers, decide_mutant, engine_runs, reach_of
 
 
 def _decided(ident: str, summary: str, only: set[str] | None = None):
@@ -19,7 +19,11 @@ def _decided(ident: str, summary: str, only: set[str] | None = None):
     function = key(mutant.patch.module, mutant.patch.function)
     readers = reach.theorems.get(function, set()) & (only or reach.theorems.get(function, set()))
     selected = [r for r in runs if r.theorem.name in readers]
-    return decide_mutant(mutant, selected, reach.calls.get(function, []))
+    callers = [
+        (c, reach.calls.get(key(mutant.patch.module, c), []))
+        for c in _callers(mutant.patch.module, mutant.patch.function)
+    ]
+    return decide_mutant(mutant, selected, reach.calls.get(function, []), callers)
 
 
 def test_an_equivalent_offload_mutant_is_proved_so_without_running_the_catalogue():
@@ -48,3 +52,26 @@ def test_restore_mutants_are_killed_by_a_refutation(ident, summary, theorem):
     assert result.status == KILLED, result.reason
     assert result.killed_by[0].startswith(f"{theorem} / ")
     assert "REFUTED, expected PROVED" in result.killed_by[0]
+
+
+def test_a_private_helper_is_read_through_its_callers_only():
+    from proofs.mutation.callers import private_callers
+
+    assert private_callers("models.scheduler", "_strictly_inside") == ["chunk_end"]
+    # Read by the catalogue and the source comparison too: not private.
+    assert private_callers("models.scheduler", "checkpoint_valid") is None
+    assert private_callers("models.prefill", "publishes") is None
+
+
+def test_a_helper_mutant_that_differs_only_where_no_caller_calls_it_is_equivalent():
+    # chunk_end tests a stop against the end clipped so far, never above the
+    # end: `stop <= end` changes no chunk end.
+    result = _decided("scheduler:_strictly_inside:relational:1", "stop < end  ->  stop <= end", only={"none"})
+    assert result.status == EQUIVALENT, result.reason
+    assert "equal in every caller: chunk_end" in result.reason
+
+
+def test_a_helper_mutant_that_moves_a_chunk_end_is_not_equivalent():
+    result = _decided("scheduler:_strictly_inside:compare-1:1", "stop < end  ->  stop < end - 1", only={"none"})
+    assert result.status != EQUIVALENT
+    assert "not equivalent (for baseline: ChunkEnd" in result.reason and result.witness is not None

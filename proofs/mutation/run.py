@@ -24,6 +24,7 @@ from multiprocessing.connection import wait
 
 from models.variants import VARIANTS
 from proofs.mutation import equivalence
+from proofs.mutation.callers import private_callers
 from proofs.mutation.operators import Mutant
 from proofs.mutation.patch import applied
 from proofs.mutation.reach import Call, Reach, capture, key
@@ -69,11 +70,18 @@ def engine_runs() -> list[Run]:
 
 
 def reach_of(mutants: list[Mutant], runs: list[Run]) -> Reach:
+    """Which theorems read each mutated function, and the calls of it and
+    of its callers, where it is a private helper (callers.py)."""
     theorems: dict[str, list[str]] = {}
     for run in runs:
         theorems.setdefault(run.theorem.name, []).append(run.variant)
-    functions = sorted({(m.patch.module, m.patch.function) for m in mutants})
-    return capture(functions, theorems)
+    functions = {(m.patch.module, m.patch.function) for m in mutants}
+    functions |= {(module, caller) for module, function in functions for caller in _callers(module, function)}
+    return capture(sorted(functions), theorems)
+
+
+def _callers(module: str, function: str) -> list[str]:
+    return private_callers(module, function) or []
 
 
 def sample(mutants: list[Mutant], count: int | None, seed: int) -> list[Mutant]:
@@ -106,14 +114,18 @@ def run_mutants(
         function = key(mutant.patch.module, mutant.patch.function)
         readers = reach.theorems.get(function, set())
         selected = [r for r in runs if r.theorem.name in readers]
-        pending.append((i, mutant, selected, reach.calls.get(function, [])))
+        callers = [
+            (c, reach.calls.get(key(mutant.patch.module, c), []))
+            for c in _callers(mutant.patch.module, mutant.patch.function)
+        ]
+        pending.append((i, mutant, selected, reach.calls.get(function, []), callers))
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     live: dict = {}  # receiving end -> (index, process, receiving end, started, mutant)
     while pending or live:
         while pending and len(live) < jobs:
-            i, mutant, selected, calls = pending.pop(0)
+            i, mutant, selected, calls, callers = pending.pop(0)
             receiver, sender = context.Pipe(duplex=False)
-            process = context.Process(target=_child, args=(sender, mutant, selected, calls), daemon=True)
+            process = context.Process(target=_child, args=(sender, mutant, selected, calls, callers), daemon=True)
             process.start()
             sender.close()
             live[receiver] = (i, process, receiver, time.monotonic(), mutant)
@@ -139,12 +151,14 @@ def run_mutants(
     return [r for r in results if r is not None]
 
 
-def _child(sender, mutant: Mutant, runs: list[Run], calls: list[Call]) -> None:
-    sender.send(decide_mutant(mutant, runs, calls))
+def _child(sender, mutant: Mutant, runs: list[Run], calls: list[Call], callers: list) -> None:
+    sender.send(decide_mutant(mutant, runs, calls, callers))
     sender.close()
 
 
-def decide_mutant(mutant: Mutant, runs: list[Run], calls: list[Call]) -> Result:
+def decide_mutant(
+    mutant: Mutant, runs: list[Run], calls: list[Call], callers: list[tuple[str, list[Call]]] = ()
+) -> Result:
     """Killed, equivalent or a gap; in the calling process (a worker: the patch is applied here).
 
     Equivalence is decided first: a mutant that computes what the original
@@ -154,7 +168,7 @@ def decide_mutant(mutant: Mutant, runs: list[Run], calls: list[Call]) -> Result:
     more than 600 s, and its equivalence 2 s)."""
     started = time.perf_counter()
     result = _blank(mutant)
-    answer = equivalence.check(mutant.patch, calls)
+    answer = equivalence.check(mutant.patch, calls, callers=callers)
     if answer.verdict == equivalence.EQUIVALENT:
         result.status = EQUIVALENT
         result.reason = f"proved equivalent: {answer.detail}"
