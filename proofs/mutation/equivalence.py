@@ -24,6 +24,7 @@ from proofs.mutation.patch import Patch, applied, compile_patched, live_function
 from proofs.mutation.reach import BoolLeaf, Call, Fixed, IntLeaf, Record, Sequence_
 
 EQUIVALENCE_RLIMIT = 5_000_000
+FIRST_RLIMIT = 1_000_000  # the comparison before the catalogue runs (proofs/mutation/run.py)
 
 EQUIVALENT, DIFFERS, UNDECIDED = "equivalent", "differs", "undecided"
 
@@ -121,7 +122,8 @@ def _check_call(original, mutant, call: Call, rlimit: int) -> Equivalence:
         solver.add(*(leaf >= 1 for name, leaf in leaves.items() if z3.is_int(leaf) and _is_size(name)))
         if solver.check() != z3.sat:
             solver.pop()
-            solver.check()
+            if solver.check() != z3.sat:  # sat a moment ago, undecided within what is left of the budget
+                return Equivalence(UNDECIDED, f"{where}: Z3 found a difference it cannot show again within its budget")
         model = solver.model()
         values = {
             name: (

@@ -173,12 +173,16 @@ def decide_mutant(
     changes no verdict, and the catalogue run on it can only confirm that,
     at the cost of every theorem that reads the function (one such mutant of
     offload_restorable took the catalogue more than 600 s, and its
-    equivalence 2 s). Compared on some shapes only, it is proved equivalent
-    only if no theorem kills it."""
+    equivalence 2 s). That first comparison has a small budget, so a mutant
+    the catalogue kills costs little more; a survivor is compared again
+    with the full one. Compared on some shapes only, a mutant is proved
+    equivalent only if no theorem kills it."""
     started = time.perf_counter()
     result = _blank(mutant)
-    answer = equivalence.check(mutant.patch, calls, callers=callers)
-    if answer.verdict == equivalence.EQUIVALENT and (every_shape or not runs):
+    answer = equivalence.Equivalence(equivalence.UNDECIDED, "not compared")
+    if every_shape or not runs:
+        answer = _equivalence(mutant, calls, callers, equivalence.FIRST_RLIMIT)
+    if answer.verdict == equivalence.EQUIVALENT:
         result.status = EQUIVALENT
         result.reason = f"proved equivalent: {answer.detail}"
     elif not runs:
@@ -204,6 +208,8 @@ def decide_mutant(
                         why += f" ({_first_line(entry.reason)})"
                     result.killed_by.append(f"{run.theorem.name} / {run.variant}: {why}")
                     break
+    if result.status == GAP and answer.verdict != equivalence.DIFFERS:
+        answer = _equivalence(mutant, calls, callers, equivalence.EQUIVALENCE_RLIMIT)
     if result.status == GAP and answer.verdict == equivalence.EQUIVALENT:
         result.status = EQUIVALENT
         result.reason = f"proved equivalent: {answer.detail}"
@@ -214,6 +220,13 @@ def decide_mutant(
         result.witness = answer.witness
     result.seconds = round(time.perf_counter() - started, 2)
     return result
+
+
+def _equivalence(mutant: Mutant, calls: list[Call], callers, rlimit: int) -> equivalence.Equivalence:
+    try:
+        return equivalence.check(mutant.patch, calls, rlimit=rlimit, callers=callers)
+    except Exception as error:  # a comparison that fails decides nothing; the mutant is not lost
+        return equivalence.Equivalence(equivalence.UNDECIDED, f"the comparison raised {error!r}")
 
 
 def _first_line(reason: str, width: int = 160) -> str:
