@@ -64,10 +64,12 @@ class SymbolicContext:
     of a theorem must imply: the runner proves them with the goal.
     """
 
-    def __init__(self, naive: bool = False) -> None:
+    def __init__(self, naive: bool = False, total_lcm: bool = False) -> None:
         # naive: Z3's own div and mod on the dividend as written, the encoding
         # the benchmark compares against (exact only for positive divisors).
         self.naive = naive
+        # total_lcm: the lcm of a 0 term is 0, as math.lcm's (see lcm).
+        self.total_lcm = total_lcm
         # Each definition with the id of the fresh constant that owns it (a
         # quotient owns its remainder's definitions too; an lcm its witnesses').
         self._definitions: list[tuple[int, z3.BoolRef]] = []
@@ -75,6 +77,8 @@ class SymbolicContext:
         self._divisions: dict[tuple[int, int], tuple[z3.ArithRef, z3.ArithRef]] = {}
         self._lcms: dict[tuple[int, ...], z3.ArithRef] = {}
         self._gcds: dict[tuple[int, ...], z3.ArithRef] = {}
+        # (kind, terms, result, owner) of each lcm and gcd: their exact definitions, built on demand.
+        self._exact: list[tuple[str, tuple[z3.ArithRef, ...], z3.ArithRef, int]] = []
         self._quotients: dict[int, tuple[z3.ArithRef, list[z3.ArithRef]]] = {}
         self._witnessed: list[tuple[z3.ArithRef, z3.ArithRef, z3.ArithRef, z3.ArithRef]] = []
         self._counter = 0
@@ -302,7 +306,11 @@ class SymbolicContext:
 
         The exact lcm is not expressible without quantifiers; every property
         proved about this over-approximation holds for the true lcm, and a
-        counterexample that relies on the slack fails concrete replay.
+        counterexample that relies on the slack fails concrete replay (the
+        solver then reads the claim again with `total_lcm` and pins every
+        lcm and gcd with exact_definitions). Every term positive is an
+        obligation; with `total_lcm`, the lcm is 0 when a term is 0, as
+        math.lcm is, and only a negative term is an obligation.
         """
         key = tuple(t.get_id() for t in terms)
         if key not in self._lcms:
@@ -315,7 +323,7 @@ class SymbolicContext:
                 self._owner[witness.get_id()] = owner
                 multiples += [result == witness * t, witness >= 1]
                 product = product * t
-                self.obligations.append(t > 0)
+                self.obligations.append(t >= 0 if self.total_lcm else t > 0)
             # Only for positive terms: unguarded, the definition has no model
             # when a term is not positive, which would discharge the positivity
             # obligations above instead of leaving them to the hypotheses.
@@ -323,7 +331,10 @@ class SymbolicContext:
             self._owner[owner] = owner
             self._reads[owner] = terms
             self._definitions.append((owner, z3.Implies(positive, z3.And(*multiples, result <= product))))
-            self._lcms[key] = result
+            self._exact.append(("lcm", terms, result, owner))
+            zero = [t == 0 for t in terms if not (z3.is_int_value(t) and t.as_long() > 0)]
+            total = self.total_lcm and zero
+            self._lcms[key] = _if(_or(*zero), z3.IntVal(0, result.ctx), result) if total else result
         return self._lcms[key]
 
     def gcd(self, terms: tuple[z3.ArithRef, ...]) -> z3.ArithRef:
@@ -343,8 +354,39 @@ class SymbolicContext:
             self._owner[owner] = owner
             self._reads[owner] = terms
             self._definitions.append((owner, z3.Implies(positive, z3.And(*divides_each))))
+            self._exact.append(("gcd", terms, result, owner))
             self._gcds[key] = result
         return self._gcds[key]
+
+    def exact_definitions(self) -> list[z3.BoolRef]:
+        """What pins every lcm and gcd read so far to its exact value, for
+        positive terms: Bezout's identity. A positive common divisor g of a
+        and b with g == a*x + b*y for some integers x, y is their gcd (every
+        common divisor divides a*x + b*y), and lcm(a, b) == a * (b / g);
+        more terms fold pair by pair. Not in the ordinary queries: the
+        witnesses are nonlinear and the over-approximation proves what the
+        catalogue needs. They rule out a counterexample that only the
+        over-approximation's slack allows (proofs/solver.py), so the query
+        decided again finds a genuine one or none. Built on demand, so the
+        ordinary queries' terms are numbered as they are without them."""
+        exact = []
+        for kind, terms, result, owner in self._exact:
+            if not self._owner_kept(owner):
+                continue
+            facts = []
+            if kind == "gcd":
+                coefficients = [self.fresh("bezout", t) for t in terms]
+                facts.append(result == z3.Sum(*(t * c for t, c in zip(terms, coefficients, strict=True))))
+            else:
+                folded = terms[0]
+                for t in terms[1:]:
+                    g, x, y, u, v = (self.fresh(stem, t) for stem in ("lcmg", "bezout", "bezout", "lcmu", "lcmv"))
+                    facts += [g >= 1, folded == g * u, t == g * v, g == folded * x + t * y]
+                    folded = folded * v
+                facts.append(result == folded)
+            positive = z3.And(*(t > 0 for t in terms))
+            exact.append(z3.Implies(positive, z3.And(*facts)))
+        return exact
 
 
 def _and(*conjuncts: z3.BoolRef) -> z3.BoolRef:
@@ -438,9 +480,9 @@ def _holding(variable: contextvars.ContextVar, value: _T) -> Iterator[_T]:
         variable.reset(token)
 
 
-def symbolic_context(naive: bool = False) -> AbstractContextManager[SymbolicContext]:
+def symbolic_context(naive: bool = False, total_lcm: bool = False) -> AbstractContextManager[SymbolicContext]:
     """The SymbolicContext that symbolic model calls within the block record into."""
-    return _holding(_active, SymbolicContext(naive=naive))
+    return _holding(_active, SymbolicContext(naive=naive, total_lcm=total_lcm))
 
 
 def _context() -> SymbolicContext:

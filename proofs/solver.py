@@ -219,12 +219,12 @@ def encode(
 class _Encoding:
     """The claim read with Z3 terms for the inputs not fixed to values."""
 
-    def __init__(self, problem: _Problem, fixed: dict) -> None:
+    def __init__(self, problem: _Problem, fixed: dict, total_lcm: bool = False) -> None:
         self.fixed = fixed
         self.free = [v for v in problem.variables if v.name not in fixed]
         self.inputs = {**symbolic_inputs(self.free, problem.context), **fixed}
         self.sizes = [self.inputs[v.name] for v in self.free if v.size]  # the size inputs left symbolic
-        with arith.symbolic_context(naive=problem.options.naive) as context:
+        with arith.symbolic_context(naive=problem.options.naive, total_lcm=total_lcm) as context:
             self.claim = problem.formula(problem.variant, dict(self.inputs))
         unknown = problem.drop - set(self.claim.hypotheses)
         if unknown:
@@ -426,6 +426,7 @@ class _Problem:
         # deletion checks as the same query decided alone would.
         proof_cost, proof_key = proof.cost, proof.key
         spurious = None
+        pinned_exactly = False
         for _ in range(SPURIOUS_RETRIES):
             if answer != z3.sat:
                 break
@@ -443,9 +444,24 @@ class _Problem:
                 proof = self.check(negated, smt2=text)
                 answer = proof.result
                 continue
-            # A model that does not replay exploits an over-approximation (the
-            # symbolic lcm) or an encoding bug: look past it for a real
-            # counterexample, but never report the theorem proved.
+            if not pinned_exactly:
+                # The symbolic lcm and gcd over-approximate, and the lcm of a
+                # 0 term is an obligation where math.lcm gives 0: read the
+                # claim again with the lcm as math.lcm has it at 0 and every
+                # lcm and gcd pinned to its exact value, and pose the query
+                # again with every hypothesis.
+                pinned_exactly = True
+                encoding = _Encoding(self, case, total_lcm=True)
+                negated = encoding.solver(tracked=False)
+                _assert_all(negated, encoding.context.exact_definitions())
+                negated.add(z3.Not(encoding.goal))
+                independent = set()
+                text = negated.to_smt2()
+                proof = self.check(negated, smt2=text)
+                answer = proof.result
+                continue
+            # A model that does not replay exploits an encoding bug: look past
+            # it for a real counterexample, but never report the theorem proved.
             spurious = spurious or outcome
             negated.add(z3.Or(*(encoding.inputs[v.name] != values[v.name] for v in encoding.free)))
             proof = self.check(negated)
@@ -460,6 +476,8 @@ class _Problem:
                 found = refutation.refute_small(self, case)
                 if found is not None:
                     return self._refuted(found, case)
+            if pinned_exactly:
+                reason = f"a counterexample did not replay, and with every lcm and gcd exact: {reason}"
             return Outcome(UNKNOWN, reason=f"goal: {reason}", queries=[self._query(case, "unknown", text)])
         # Not needed in this case, without a check: a hypothesis true outright,
         # and those the proof did without.

@@ -101,7 +101,11 @@ def test_mutate_counts_it_killed_by_a_refutation_not_by_an_error(crashing_mutant
     selected = [r for r in runs if r.theorem.name in readers]
     result = decide_mutant(crashing_mutant, selected, reach.calls.get(function, []))
     assert result.status == KILLED
-    assert result.killed_by == ["config-default-equivalence / baseline: REFUTED, expected PROVED"]
+    # The entry's reason is recorded with the kill: here the crash.
+    assert result.killed_by == [
+        "config-default-equivalence / baseline: REFUTED, expected PROVED "
+        "(the model divides by zero at models/config.py:50 (resolve) on this input)"
+    ]
     figures = summary([result], result.seconds)
     assert (figures["killed"], figures["killed_by_error"]) == (1, 0)
 

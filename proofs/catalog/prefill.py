@@ -7,7 +7,7 @@ from __future__ import annotations
 from models import arith
 from models.config import guard_accepts
 from models.prefill import initial_state_column, prefill_step, publishes, state_column
-from models.reuse import gpu_restorable, offload_restorable
+from models.reuse import gpu_restorable, offload_restorable, published_gpu_restorable
 from models.scheduler import SplitCall, last_cacheable_position, max_prefill_tokens, prefill_end, split
 from proofs.catalog.base import (
     GEOMETRY_VARS,
@@ -236,7 +236,12 @@ def restorable_below_lcp(variant, x):
             "prompt within request": arith.all_of(x["prompt"] >= 1, tokens >= x["prompt"]),
             "a published checkpoint": publishes(position, d.cadence, tokens),
             "at or below the last cacheable position": position <= lcp,
-            "draft span divides the cadence": arith.divides(d.draft_span, d.cadence),
+            # Only where the restore checks the EAGLE group's block beyond:
+            # elsewhere the draft span is left free, so a restore that checks
+            # it there too is refuted.
+            "draft span divides the cadence under annotated EAGLE drop": arith.implies(
+                arith.all_of(p.eagle_drop, x["annotated"]), arith.divides(d.draft_span, d.cadence)
+            ),
         }
     )
     goal = gpu_restorable(
@@ -265,8 +270,9 @@ def _restore_setting(variant, x):
 
 
 def _restored_safely(variant, x, d, p, restorable):
-    """A restored position is a published checkpoint, on every target
-    boundary, strictly below the later request's tokens and, except under
+    """A restored position is a published checkpoint, within the cached
+    request's tokens, on every target boundary, strictly below the later
+    request's tokens and, except under
     EAGLE drop with no annotated group (whose one-recurrent-block backoff is
     stricter than the restore itself, docs/engine-theorems.md), at or below
     its last cacheable position."""
@@ -277,6 +283,7 @@ def _restored_safely(variant, x, d, p, restorable):
         restorable,
         arith.all_of(
             x["published"],
+            position <= x["tokens"],
             _on_targets(position, d.target_spans),
             position < new_tokens,
             arith.implies(arith.negate(backoff_only), position <= lcp),
@@ -319,6 +326,60 @@ def _offload_restore_safe(variant, x, annotated):
         x["new_tokens"],
     )
     return Claim(hypotheses=hypotheses, goal=_restored_safely(variant, x, d, p, restorable))
+
+
+def _test_setting(variant, x):
+    """A position put to a restore's test as gpu_restore and offload_restore
+    put every published one, with nothing assumed of it."""
+    d, p, hypotheses = _setting(variant, x, guarded=False)
+    hypotheses["a later request extending the cached one"] = arith.all_of(
+        x["tokens"] >= 1, x["new_tokens"] >= x["tokens"]
+    )
+    return d, p, hypotheses
+
+
+def _test_admits_only(x, d, accepted, eagle_checked):
+    """What a restore's test admits, whatever position it is asked about:
+    at least one token, on every target boundary, strictly below the later
+    request's tokens, and, where it checks the EAGLE group, with the draft
+    block beyond the position cached."""
+    position = x["position"]
+    return arith.implies(
+        accepted,
+        arith.all_of(
+            position >= 1,
+            _on_targets(position, d.target_spans),
+            position < x["new_tokens"],
+            arith.implies(eagle_checked, position + d.draft_span <= x["tokens"]),
+        ),
+    )
+
+
+def gpu_restore_test_safe(variant, x):
+    d, p, hypotheses = _test_setting(variant, x)
+    accepted = published_gpu_restorable(
+        x["position"], d.target_spans, (d.draft_span,), p.eagle_drop, p.lookahead, x["tokens"], x["new_tokens"]
+    )
+    return Claim(hypotheses=hypotheses, goal=_test_admits_only(x, d, accepted, p.eagle_drop))
+
+
+def offload_restore_test_safe(variant, x):
+    """Chunks of one block, as in offload safety; one annotated EAGLE group.
+    The connector also restores only what it stored: the position is on the
+    recurrent chunk grid and every target group's chunks through it are
+    stored, so within the cached request."""
+    d, _, hypotheses = _test_setting(variant, x)
+    position = x["position"]
+    accepted = offload_restorable(
+        position, True, d.cadence, d.target_spans, (d.draft_span,), 1, x["tokens"], x["new_tokens"]
+    )
+    return Claim(
+        hypotheses=hypotheses,
+        goal=arith.all_of(
+            _test_admits_only(x, d, accepted, True),
+            arith.implies(accepted, arith.all_of(arith.divides(d.cadence, position), position <= x["tokens"])),
+        ),
+    )
 
 
 def offload_restore_safe(variant, x):
@@ -509,6 +570,18 @@ THEOREMS = (
                 offload_restore_safe_with_eagle,
                 case_split=("explicit", "eagle_drop"),
             ),
+        ),
+    ),
+    Theorem(
+        "restore-test-safe",
+        "prefill",
+        "The test each restore puts to a position, taking it as published (models.reuse: gpu_restore's and "
+        "offload_restore's), admits only a position of at least one token, on every target boundary, strictly "
+        "below the later request's tokens, with the EAGLE group's block beyond it cached where it is checked; "
+        "the offload connector's, only a position on the recurrent chunk grid within the cached request.",
+        (
+            Obligation("gpu", SAFE_RESTORE_VARS, gpu_restore_test_safe, case_split=("explicit", "eagle_drop")),
+            Obligation("offload", SAFE_RESTORE_VARS, offload_restore_test_safe, case_split=("explicit",)),
         ),
     ),
     Theorem(

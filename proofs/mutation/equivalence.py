@@ -13,16 +13,18 @@ reported; one that does not replay leaves the question open.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import z3
 
 from models import arith
 from proofs.mutation.operators import size_kind
-from proofs.mutation.patch import Patch, compile_patched, live_function
+from proofs.mutation.patch import Patch, applied, compile_patched, live_function
 from proofs.mutation.reach import BoolLeaf, Call, Fixed, IntLeaf, Record, Sequence_
 
 EQUIVALENCE_RLIMIT = 5_000_000
+FIRST_RLIMIT = 1_000_000  # the comparison before the catalogue runs (proofs/mutation/run.py)
 
 EQUIVALENT, DIFFERS, UNDECIDED = "equivalent", "differs", "undecided"
 
@@ -34,11 +36,38 @@ class Equivalence:
     witness: dict | None = None  # for DIFFERS: the inputs (variant and arguments) where they differ
 
 
-def check(patch: Patch, calls: list[Call], rlimit: int = EQUIVALENCE_RLIMIT) -> Equivalence:
+def check(
+    patch: Patch,
+    calls: list[Call],
+    rlimit: int = EQUIVALENCE_RLIMIT,
+    callers: Sequence[tuple[str, list[Call]]] = (),
+) -> Equivalence:
+    """`callers`: for a private helper of its module (callers.py), each
+    function that reads it and that function's calls. A helper that differs
+    from the original only on inputs its callers never pass is equivalent
+    when every caller, running the mutant, equals the original caller."""
+    answer = _check_function(live_function(patch.module, patch.function), compile_patched(patch), calls, rlimit)
+    if answer.verdict == EQUIVALENT or not callers:
+        return answer
+    for name, caller_calls in callers:
+        caller = live_function(patch.module, name)
+
+        def running_the_mutant(*arguments, caller=caller, **keywords):
+            with applied(patch):
+                return caller(*arguments, **keywords)
+
+        through = _check_function(caller, running_the_mutant, caller_calls, rlimit)
+        if through.verdict != EQUIVALENT:
+            return answer if through.verdict == UNDECIDED else through
+    return Equivalence(
+        EQUIVALENT,
+        f"different alone ({answer.detail}), but equal in every caller: {', '.join(n for n, _ in callers)}",
+    )
+
+
+def _check_function(original, mutant, calls: list[Call], rlimit: int) -> Equivalence:
     if not calls:
         return Equivalence(UNDECIDED, "no theorem reads the function with symbolic arguments, so none to compare on")
-    original = live_function(patch.module, patch.function)
-    mutant = compile_patched(patch)
     for call in calls:
         answer = _check_call(original, mutant, call, rlimit)
         if answer.verdict != EQUIVALENT:
@@ -93,7 +122,8 @@ def _check_call(original, mutant, call: Call, rlimit: int) -> Equivalence:
         solver.add(*(leaf >= 1 for name, leaf in leaves.items() if z3.is_int(leaf) and _is_size(name)))
         if solver.check() != z3.sat:
             solver.pop()
-            solver.check()
+            if solver.check() != z3.sat:  # sat a moment ago, undecided within what is left of the budget
+                return Equivalence(UNDECIDED, f"{where}: Z3 found a difference it cannot show again within its budget")
         model = solver.model()
         values = {
             name: (

@@ -25,7 +25,7 @@ from proofs.catalog import CATALOGUE
 from proofs.mutation.patch import live_function
 from proofs.solver import Kind, symbolic_inputs
 
-SHAPES_PER_VARIANT = 3  # distinct argument shapes kept per function and variant
+SHAPES_PER_VARIANT = 10  # distinct argument shapes kept per function and variant (7 at most today)
 CONCRETE_PROBES = 4  # concrete inputs each claim is also read with
 
 
@@ -68,6 +68,8 @@ class Call:
 class Reach:
     theorems: dict[str, set[str]] = field(default_factory=dict)  # "module:function" -> theorem names
     calls: dict[str, list[Call]] = field(default_factory=dict)  # "module:function" -> shapes
+    # Functions called with more distinct shapes than SHAPES_PER_VARIANT keeps for some variant.
+    truncated: set[str] = field(default_factory=set)
 
 
 def key(module: str, function: str) -> str:
@@ -117,6 +119,8 @@ def capture(functions: Iterable[tuple[str, str]], theorems: dict[str, list[str]]
         if signature not in seen and same_variant < SHAPES_PER_VARIANT:
             seen.add(signature)
             kept.append(Call(variant_now[0], arguments))
+        elif signature not in seen:
+            reach.truncated.add(name)
 
     previous = sys.getprofile()
     sys.setprofile(profile)

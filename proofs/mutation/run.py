@@ -24,6 +24,7 @@ from multiprocessing.connection import wait
 
 from models.variants import VARIANTS
 from proofs.mutation import equivalence
+from proofs.mutation.callers import private_callers
 from proofs.mutation.operators import Mutant
 from proofs.mutation.patch import applied
 from proofs.mutation.reach import Call, Reach, capture, key
@@ -69,11 +70,18 @@ def engine_runs() -> list[Run]:
 
 
 def reach_of(mutants: list[Mutant], runs: list[Run]) -> Reach:
+    """Which theorems read each mutated function, and the calls of it and
+    of its callers, where it is a private helper (callers.py)."""
     theorems: dict[str, list[str]] = {}
     for run in runs:
         theorems.setdefault(run.theorem.name, []).append(run.variant)
-    functions = sorted({(m.patch.module, m.patch.function) for m in mutants})
-    return capture(functions, theorems)
+    functions = {(m.patch.module, m.patch.function) for m in mutants}
+    functions |= {(module, caller) for module, function in functions for caller in _callers(module, function)}
+    return capture(sorted(functions), theorems)
+
+
+def _callers(module: str, function: str) -> list[str]:
+    return private_callers(module, function) or []
 
 
 def sample(mutants: list[Mutant], count: int | None, seed: int) -> list[Mutant]:
@@ -106,14 +114,20 @@ def run_mutants(
         function = key(mutant.patch.module, mutant.patch.function)
         readers = reach.theorems.get(function, set())
         selected = [r for r in runs if r.theorem.name in readers]
-        pending.append((i, mutant, selected, reach.calls.get(function, [])))
+        callers = [
+            (c, reach.calls.get(key(mutant.patch.module, c), []))
+            for c in _callers(mutant.patch.module, mutant.patch.function)
+        ]
+        every_shape = function not in reach.truncated
+        pending.append((i, mutant, selected, reach.calls.get(function, []), callers, every_shape))
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     live: dict = {}  # receiving end -> (index, process, receiving end, started, mutant)
     while pending or live:
         while pending and len(live) < jobs:
-            i, mutant, selected, calls = pending.pop(0)
+            i, mutant, selected, calls, callers, every_shape = pending.pop(0)
             receiver, sender = context.Pipe(duplex=False)
-            process = context.Process(target=_child, args=(sender, mutant, selected, calls), daemon=True)
+            arguments = (sender, mutant, selected, calls, callers, every_shape)
+            process = context.Process(target=_child, args=arguments, daemon=True)
             process.start()
             sender.close()
             live[receiver] = (i, process, receiver, time.monotonic(), mutant)
@@ -139,16 +153,39 @@ def run_mutants(
     return [r for r in results if r is not None]
 
 
-def _child(sender, mutant: Mutant, runs: list[Run], calls: list[Call]) -> None:
-    sender.send(decide_mutant(mutant, runs, calls))
+def _child(sender, mutant: Mutant, runs: list[Run], calls: list[Call], callers: list, every_shape: bool) -> None:
+    sender.send(decide_mutant(mutant, runs, calls, callers, every_shape))
     sender.close()
 
 
-def decide_mutant(mutant: Mutant, runs: list[Run], calls: list[Call]) -> Result:
-    """Killed, equivalent or a gap; in the calling process (a worker: the patch is applied here)."""
+def decide_mutant(
+    mutant: Mutant,
+    runs: list[Run],
+    calls: list[Call],
+    callers: list[tuple[str, list[Call]]] = (),
+    every_shape: bool = False,
+) -> Result:
+    """Killed, equivalent or a gap; in the calling process (a worker: the patch is applied here).
+
+    Equivalence is decided first: a mutant that computes what the original
+    does on every input of its domain, read with every argument shape the
+    catalogue calls it with (`every_shape`: none left out of `calls`),
+    changes no verdict, and the catalogue run on it can only confirm that,
+    at the cost of every theorem that reads the function (one such mutant of
+    offload_restorable took the catalogue more than 600 s, and its
+    equivalence 2 s). That first comparison has a small budget, so a mutant
+    the catalogue kills costs little more; a survivor is compared again
+    with the full one. Compared on some shapes only, a mutant is proved
+    equivalent only if no theorem kills it."""
     started = time.perf_counter()
     result = _blank(mutant)
-    if not runs:
+    answer = equivalence.Equivalence(equivalence.UNDECIDED, "not compared")
+    if every_shape or not runs:
+        answer = _equivalence(mutant, calls, callers, equivalence.FIRST_RLIMIT)
+    if answer.verdict == equivalence.EQUIVALENT:
+        result.status = EQUIVALENT
+        result.reason = f"proved equivalent: {answer.detail}"
+    elif not runs:
         result.reason = f"no theorem reads {mutant.patch.module}.{mutant.patch.function}"
     else:
         with applied(mutant.patch):
@@ -167,20 +204,34 @@ def decide_mutant(mutant: Mutant, runs: list[Run], calls: list[Call]) -> Result:
                     why = f"{entry.verdict}, expected {entry.expected}"
                     if entry.verdict == entry.expected:
                         why += ", an ablation no longer refutes"
+                    elif entry.reason:
+                        why += f" ({_first_line(entry.reason)})"
                     result.killed_by.append(f"{run.theorem.name} / {run.variant}: {why}")
                     break
-    if result.status != KILLED:
-        answer = equivalence.check(mutant.patch, calls)
-        if answer.verdict == equivalence.EQUIVALENT:
-            result.status = EQUIVALENT
-            result.reason = f"proved equivalent: {answer.detail}"
-        else:
-            result.reason = "; ".join(r for r in (result.reason, f"not equivalent ({answer.detail})") if r)
-            if answer.verdict == equivalence.UNDECIDED:
-                result.reason = result.reason.replace("not equivalent", "equivalence not decided")
-            result.witness = answer.witness
+    if result.status == GAP and answer.verdict != equivalence.DIFFERS:
+        answer = _equivalence(mutant, calls, callers, equivalence.EQUIVALENCE_RLIMIT)
+    if result.status == GAP and answer.verdict == equivalence.EQUIVALENT:
+        result.status = EQUIVALENT
+        result.reason = f"proved equivalent: {answer.detail}"
+    elif result.status == GAP:
+        result.reason = "; ".join(r for r in (result.reason, f"not equivalent ({answer.detail})") if r)
+        if answer.verdict == equivalence.UNDECIDED:
+            result.reason = result.reason.replace("not equivalent", "equivalence not decided")
+        result.witness = answer.witness
     result.seconds = round(time.perf_counter() - started, 2)
     return result
+
+
+def _equivalence(mutant: Mutant, calls: list[Call], callers, rlimit: int) -> equivalence.Equivalence:
+    try:
+        return equivalence.check(mutant.patch, calls, rlimit=rlimit, callers=callers)
+    except Exception as error:  # a comparison that fails decides nothing; the mutant is not lost
+        return equivalence.Equivalence(equivalence.UNDECIDED, f"the comparison raised {error!r}")
+
+
+def _first_line(reason: str, width: int = 160) -> str:
+    line = reason.splitlines()[0] if reason else ""
+    return line if len(line) <= width else line[: width - 3] + "..."
 
 
 def _blank(mutant: Mutant) -> Result:
