@@ -57,8 +57,11 @@ def check(
                 return caller(*arguments, **keywords)
 
         through = _check_function(caller, running_the_mutant, caller_calls, rlimit)
+        if through.verdict == UNDECIDED:
+            # The helper differing alone decides nothing: its callers may never pass that input.
+            return Equivalence(UNDECIDED, f"different alone ({answer.detail}); through {name}: {through.detail}")
         if through.verdict != EQUIVALENT:
-            return answer if through.verdict == UNDECIDED else through
+            return through
     return Equivalence(
         EQUIVALENT,
         f"different alone ({answer.detail}), but equal in every caller: {', '.join(n for n, _ in callers)}",
