@@ -189,7 +189,9 @@ def same_choices(read: frozenset[str], decided: str, other: str) -> bool:
     if decided.startswith("mutant:") or other.startswith("mutant:"):
         return False
     a, b = resolve(decided), resolve(other)
-    return all(getattr(a, name) == getattr(b, name) for name in read)
+    choices = {f.name for f in fields(a)}
+    # Anything read that is not a field (a probe for a method, say): not compared, so not alike.
+    return read <= choices and all(getattr(a, name) == getattr(b, name) for name in read)
 
 
 def _run_theorem(

@@ -70,5 +70,7 @@ def test_the_fields_read_are_recorded_however_they_are_read():
     assert same_choices(frozenset(choices.read), "baseline", "pr457")
     assert not same_choices(frozenset(choices.read), "baseline", "pr457-guarded")
     assert not same_choices(frozenset(), "baseline", "mutant:slot-off-by-one")
+    assert getattr(choices, "__deepcopy__", None) is None
+    assert not same_choices(frozenset(choices.read), "baseline", "pr457")
     repr(choices)
     assert "name" in choices.read and not same_choices(frozenset(choices.read), "baseline", "pr457")
