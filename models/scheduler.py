@@ -96,7 +96,10 @@ def last_cacheable_position(variant: Variant, p: SplitParams, tokens):
     block = p.block
     plain = checkpoint_position(tokens, block, False, p.lookahead)
     backoff = checkpoint_position(tokens, block, True, p.lookahead)
-    if variant.converts_annotated_eagle and p.eagle_spans:
+    # The spans first: without EAGLE spans the variant's choice is not read
+    # (proofs.runner.ChoicesRead), and variants that differ only there are
+    # decided once.
+    if p.eagle_spans and variant.converts_annotated_eagle:
         reusable = arith.minimum(*(checkpoint_position(tokens, span, True) for span in p.eagle_spans))
         converted = arith.round_down(reusable, block)
         backoff = arith.ite(p.eagle_annotated, converted, backoff)

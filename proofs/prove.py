@@ -24,6 +24,7 @@ from proofs.runner import (
     progress,
     reproduce_command,
     run_theorem,
+    same_choices,
 )
 from proofs.solver import SolverOptions, exporting, shared_queries
 
@@ -129,9 +130,7 @@ def _run_theorem_variants(
     cache = ProofCache(cache_directory) if cache_directory is not None else None
     # Mutants are read as they are decided: a patch that leaves a theorem's
     # claims alone is not one the manifest expects it to kill.
-    readings = sum(not variant.startswith("mutant:") for variant, *_ in variants)
-    # claim_key -> the entry decided for it, and the variants decided up to it
-    twins: dict[str, tuple[Entry, list[str]]] = {}
+    twins = _Twins(theorem, seed)
     with shared_queries(), exporting(export):
         for variant, expected, rlimit, tier in variants:
             key = cache.key(CATALOGUE[theorem], variant, expected, rlimit, tier, seed) if cache else ""
@@ -140,11 +139,9 @@ def _run_theorem_variants(
                 entries.append(entry)
                 continue
             started = time.perf_counter()
-            claim = ""
-            if readings > 1 and not variant.startswith("mutant:"):
-                claim = claim_key(CATALOGUE[theorem], variant, expected, rlimit, seed)
-            if claim in twins:
-                twin, before = twins[claim]
+            found = twins.find(variant, expected, rlimit)
+            if found is not None:
+                twin, before = found
                 entry = _same_claim(twin, variant, tier, time.perf_counter() - started)
                 # Its command decides it where its twin was decided: alone,
                 # or after the variants whose answers the twin reused.
@@ -154,8 +151,7 @@ def _run_theorem_variants(
                     CATALOGUE[theorem], variant, expected, SolverOptions(rlimit=rlimit, seed=seed), tier
                 )
                 decided.append(variant)
-                if claim:
-                    twins[claim] = (entry, list(decided) if entry.reused_queries else [variant])
+                twins.add(entry, list(decided) if entry.reused_queries else [variant], rlimit)
             if entry.reused_queries and len(decided) > 1:
                 # Answered in part from the variants before it. Decided alone,
                 # its later queries would meet other Z3 term ids (the reused
@@ -166,6 +162,42 @@ def _run_theorem_variants(
                 cache.store(key, entry)
             entries.append(entry)
     return entries
+
+
+class _Twins:
+    """The variants a task has decided, for a later variant that would be
+    decided to the same entry (its twin), which then takes that entry. A
+    twin expects the same verdict under the same budget, and either agrees
+    with the decided variant on every field its decision read
+    (runner.same_choices: nothing to read), or its claims read to the same
+    queries (claim_key, read only when the fields cannot tell). Mutants are
+    always decided."""
+
+    def __init__(self, theorem: str, seed: int | None) -> None:
+        self.theorem, self.seed = theorem, seed
+        self.decided: list[tuple[Entry, list[str], int]] = []  # entry, the variants decided up to it, rlimit
+        self._keys: dict[str, str] = {}
+
+    def add(self, entry: Entry, before: list[str], rlimit: int) -> None:
+        if not entry.variant.startswith("mutant:"):
+            self.decided.append((entry, before, rlimit))
+
+    def find(self, variant: str, expected: str, rlimit: int) -> tuple[Entry, list[str]] | None:
+        if variant.startswith("mutant:"):
+            return None
+        alike = [(e, before) for e, before, r in self.decided if (e.expected, r) == (expected, rlimit)]
+        for entry, before in alike:
+            if entry.choices_read is not None and same_choices(entry.choices_read, entry.variant, variant):
+                return entry, before
+        for entry, before in alike:
+            if self._key(entry.variant, expected, rlimit) == self._key(variant, expected, rlimit):
+                return entry, before
+        return None
+
+    def _key(self, variant: str, expected: str, rlimit: int) -> str:
+        if variant not in self._keys:
+            self._keys[variant] = claim_key(CATALOGUE[self.theorem], variant, expected, rlimit, self.seed)
+        return self._keys[variant]
 
 
 def _same_claim(twin: Entry, variant: str, tier: str, seconds: float) -> Entry:

@@ -89,6 +89,9 @@ def load_manifest(path: Path = MANIFEST) -> dict[str, Expectation]:
     return result
 
 
+_NOT_IN_JSON = ("queries", "choices_read")
+
+
 @dataclass
 class Entry:
     theorem: str
@@ -117,6 +120,9 @@ class Entry:
     source: str = ""  # path:line of the theorem's formula, for locating results
     # Per obligation, the queries its verdict rests on (proofs/report/smt2.py); not in the JSON.
     queries: dict[str, list[Query]] = field(default_factory=dict, repr=False)
+    # The variant's fields its decision read (ChoicesRead); None when not
+    # decided in this process. Not in the JSON.
+    choices_read: frozenset[str] | None = field(default=None, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -128,7 +134,7 @@ class Entry:
 
     def to_json(self) -> dict:
         # Field by field: asdict would deep-copy every query's text only to drop it.
-        data = {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self) if f.name != "queries"}
+        data = {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self) if f.name not in _NOT_IN_JSON}
         data["ok"] = self.ok
         return data
 
@@ -140,11 +146,57 @@ def run_theorem(
     under the run's `options` (budget and seed; the defaults when None), in
     a Z3 context of the entry's own (solver.decide says why)."""
     with in_effect(variant_name) as variant:
-        return _run_theorem(theorem, variant, expected, options or SolverOptions(), tier, z3.Context())
+        choices = ChoicesRead(variant)
+        run = options or SolverOptions()
+        entry = _run_theorem(theorem, choices, variant_name, expected, run, tier, z3.Context())
+        entry.choices_read = frozenset(choices.read)
+        return entry
 
 
-def _run_theorem(theorem: Theorem, variant, expected: str, run: SolverOptions, tier: str, context: z3.Context) -> Entry:
-    variant_name = variant.name
+class ChoicesRead:
+    """A variant that notes which of its fields (its semantic choices, its
+    name too) are read, by attribute or through its repr or equality. The
+    decision of an entry is a deterministic function of the theorem, the
+    options and what it reads of the variant: a variant that agrees on every
+    field read would be decided by the very same steps, to the same entry."""
+
+    def __init__(self, variant) -> None:
+        self._variant = variant
+        self.read: set[str] = set()
+
+    def __getattr__(self, name: str):
+        self.read.add(name)
+        return getattr(self._variant, name)
+
+    def _everything(self):
+        self.read.update(f.name for f in fields(self._variant))
+        return self._variant
+
+    def __repr__(self) -> str:
+        return repr(self._everything())
+
+    def __eq__(self, other) -> bool:
+        return self._everything() == (other._everything() if isinstance(other, ChoicesRead) else other)
+
+    def __hash__(self) -> int:
+        return hash(self._everything())
+
+
+def same_choices(read: frozenset[str], decided: str, other: str) -> bool:
+    """Whether the variant `other` agrees with `decided` on every field in
+    `read` (ChoicesRead.read of `decided`'s entry). Mutants are not compared:
+    their patches change the model, not the fields."""
+    if decided.startswith("mutant:") or other.startswith("mutant:"):
+        return False
+    a, b = resolve(decided), resolve(other)
+    choices = {f.name for f in fields(a)}
+    # Anything read that is not a field (a probe for a method, say): not compared, so not alike.
+    return read <= choices and all(getattr(a, name) == getattr(b, name) for name in read)
+
+
+def _run_theorem(
+    theorem: Theorem, variant, variant_name: str, expected: str, run: SolverOptions, tier: str, context: z3.Context
+) -> Entry:
     started = time.perf_counter()
     refuting = replace(run, refute_first=expected == REFUTED)
     outcomes = []

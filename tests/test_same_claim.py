@@ -1,12 +1,13 @@
-"""A variant whose claims read to the same queries as a variant decided
-before it in the run takes that entry; a variant whose claims differ, or
+"""A variant takes the entry of one decided before it in the run when it
+agrees with it on every field of the variant that decision read, or else
+when its claims read to the same queries; a variant whose claims differ, or
 whose expected verdict differs, is decided."""
 
 from __future__ import annotations
 
 from proofs.catalog import CATALOGUE
 from proofs.prove import run_catalogue
-from proofs.runner import claim_key
+from proofs.runner import ChoicesRead, claim_key, same_choices
 
 THEOREM = "config-explicit-cadence-kept"  # baseline refutes it; pr457 and pr457-guarded read no guard here
 
@@ -34,3 +35,42 @@ def test_only_a_variant_with_the_same_claims_takes_an_entry():
     assert alone[0].same_claim_as == ""
     for field in ("verdict", "hypotheses", "hypotheses_used", "hypotheses_unconfirmed", "counterexample"):
         assert getattr(alone[0], field) == getattr(twin, field)
+
+
+def test_a_variant_that_agrees_on_every_field_the_decision_read_takes_the_entry_unread(monkeypatch):
+    # prefill-state-slot reads no field of the variant: pr457 and
+    # pr457-guarded take baseline's entry without their claims being read.
+    import proofs.prove
+
+    def unread(*args):
+        raise AssertionError("claims read for a twin the fields already tell")
+
+    monkeypatch.setattr(proofs.prove, "claim_key", unread)
+    _, entries = run_catalogue(theorem="prefill-state-slot", variant="baseline,pr457,pr457-guarded", jobs=1)
+    baseline, pr457, guarded = entries
+    assert baseline.choices_read == frozenset() and baseline.same_claim_as == ""
+    assert pr457.same_claim_as == guarded.same_claim_as == "baseline"
+
+
+def test_a_field_read_with_another_value_falls_back_to_the_claims():
+    # config-physical-unchanged reads keeps_explicit_cadence, on which
+    # baseline and pr457 differ; their claims still read to the same queries.
+    _, entries = run_catalogue(theorem="config-physical-unchanged", variant="baseline,pr457", jobs=1)
+    baseline, pr457 = entries
+    assert "keeps_explicit_cadence" in baseline.choices_read
+    assert not same_choices(baseline.choices_read, "baseline", "pr457")
+    assert pr457.same_claim_as == "baseline"
+
+
+def test_the_fields_read_are_recorded_however_they_are_read():
+    from models.variants import BASELINE
+
+    choices = ChoicesRead(BASELINE)
+    assert choices.guarded is False and choices.read == {"guarded"}
+    assert same_choices(frozenset(choices.read), "baseline", "pr457")
+    assert not same_choices(frozenset(choices.read), "baseline", "pr457-guarded")
+    assert not same_choices(frozenset(), "baseline", "mutant:slot-off-by-one")
+    assert getattr(choices, "__deepcopy__", None) is None
+    assert not same_choices(frozenset(choices.read), "baseline", "pr457")
+    repr(choices)
+    assert "name" in choices.read and not same_choices(frozenset(choices.read), "baseline", "pr457")

@@ -172,8 +172,10 @@ class Shape:
 def _named(x: dict, stem: str) -> list:
     """The values of `stem`, `stem2`, `stem3`, ... as far as x names them."""
     values = []
-    while indexed(stem, len(values) + 1) in x:
-        values.append(x[indexed(stem, len(values) + 1)])
+    name = stem
+    while name in x:
+        values.append(x[name])
+        name = indexed(stem, len(values) + 1)
     return values
 
 

@@ -80,14 +80,28 @@ class FunctionSource:
 def function_source(module: str, function: str) -> FunctionSource:
     """The source of a function (or method, `Class.name`) as the module file has it."""
     path = Path(inspect.getsourcefile(importlib.import_module(module)) or "")
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    node = _find(ast.parse("".join(lines)), function, module)
+    lines, tree = _parsed(path)
+    node = _find(tree, function, module)
     text = textwrap.dedent("".join(lines[node.lineno - 1 : node.end_lineno]))
     try:
         shown = path.resolve().relative_to(REPO).as_posix()
     except ValueError:
         shown = str(path)
     return FunctionSource(shown, node.lineno, text)
+
+
+_PARSED: dict[tuple[Path, int, int], tuple[list[str], ast.Module]] = {}
+
+
+def _parsed(path: Path) -> tuple[list[str], ast.Module]:
+    """A source file's lines and syntax tree, parsed once per version of the
+    file (a catalogue run applies each mutant's patch once per entry)."""
+    status = path.stat()
+    key = (path, status.st_mtime_ns, status.st_size)
+    if key not in _PARSED:
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        _PARSED[key] = (lines, ast.parse("".join(lines)))
+    return _PARSED[key]
 
 
 def _find(tree: ast.Module, qualified: str, module: str) -> ast.FunctionDef:
