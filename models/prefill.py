@@ -235,6 +235,8 @@ def grid_period(plan: Plan) -> int:
     """The lcm of every grid size the step and the restore read: a shift by it changes no residue."""
     p = plan.split
     sizes = [plan.cadence, p.block, p.sched_block, p.hash_block, p.checkpoint_alignment, *p.eagle_spans]
-    sizes += [*plan.target_spans, *plan.geometry.eagle_spans()]
-    sizes.append(plan.geometry.deployment.offload_blocks_per_chunk * plan.cadence)
+    spans = [plan.cadence, *plan.target_spans, *plan.geometry.eagle_spans()]
+    sizes += spans
+    # The offload connector's chunk grids, one per group (models.reuse.offload_restorable).
+    sizes += [plan.geometry.deployment.offload_blocks_per_chunk * span for span in spans]
     return math.lcm(*(s for s in sizes if s > 0))
