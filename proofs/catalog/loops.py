@@ -18,7 +18,7 @@ from models.plan import Plan, plan
 from models.positions import Positions
 from models.prefill import BudgetError, grid_period, prefill_step, run_prefill, state_column
 from models.reuse import gpu_restorable, gpu_restore, offload_restorable, offload_restore
-from models.scheduler import prefill_end
+from models.scheduler import prefill_end, split
 from models.variants import Variant
 from proofs.catalog.base import Theorem
 from proofs.enumerated import Case, Enumeration, Verdict
@@ -139,7 +139,7 @@ def _builtin_cases() -> list[Case]:
 # --- the explicit trace is the chain of prefill_step -------------------------
 
 CHAIN_PROMPTS = (*range(1, 13), 24, 48, 49, 64, 65, 96, 97, 129)
-CHAIN_BUDGETS = ("29", "70,13")
+CHAIN_BUDGETS = ("29", "5,70,13")
 CHAIN_OUTPUTS = (0, 3)
 
 
@@ -195,55 +195,84 @@ def _views_of(chunks) -> dict[str, list[int]]:
     }
 
 
-def bounded_prefix(variant: Variant, case: Case) -> Verdict:
-    """`steps=k` runs the first k steps of the whole run; max_steps below the run's length is refused."""
-    whole = _trace(variant, case).chunks
-    for k in range(len(whole) + 1):
-        part = run_prefill(
-            _plan(variant, case), _budgets(case), case["prompt"], case["outputs"], steps=k, condense_beyond=None
-        ).chunks
-        if part != whole[:k]:
-            return Verdict(f"steps={k} gives {len(part)} chunks, not the whole run's first {k}")
-    if len(whole) > 1:
-        try:
-            run_prefill(
-                _plan(variant, case),
-                _budgets(case),
-                case["prompt"],
-                case["outputs"],
-                max_steps=len(whole) - 1,
-                condense_beyond=None,
-            )
-        except BudgetError:
-            return Verdict()
+def run_bounds(variant: Variant, case: Case) -> Verdict:
+    """`steps=k` runs exactly the first k steps of the whole run, explicitly even where condensing is asked
+    for; so does a run with a split function of its own (condensing reads the model's split only); max_steps
+    equal to the run's length is accepted and one below refused, naming the geometry and grid_period;
+    a budget below 1 is refused."""
+    the_plan = _plan(variant, case)
+    budgets, prompt, outputs = _budgets(case), case["prompt"], case["outputs"]
+    whole = run_prefill(the_plan, budgets, prompt, outputs, condense_beyond=None).chunks
+    lengths = range(len(whole) + 1) if case["every_prefix"] else (len(whole),)
+    for k in lengths:
+        part = run_prefill(the_plan, budgets, prompt, outputs, steps=k, condense_beyond=CONDENSE_BEYOND)
+        if part.chunks != whole[:k] or part.repeat is not None:
+            return Verdict(f"steps={k} gives {len(part.chunks)} chunks, not the whole run's first {k}")
+
+    def models_split(params, call):
+        return split(the_plan.variant, params, call)
+
+    own = run_prefill(the_plan, budgets, prompt, outputs, split_function=models_split, condense_beyond=1)
+    if own.chunks != whole or own.repeat is not None:
+        return Verdict("a run with the model's split passed as a split function is not the explicit run")
+    run_prefill(the_plan, budgets, prompt, outputs, max_steps=len(whole), condense_beyond=None)
+    try:
+        run_prefill(the_plan, budgets, prompt, outputs, max_steps=len(whole) - 1, condense_beyond=None)
+    except BudgetError as error:
+        named = str(error).startswith(f"{the_plan.geometry.name}: ")
+        if not named or f"(grid {grid_period(the_plan):,})" not in str(error):
+            return Verdict(f"the refusal does not name the geometry and its grid: {error}")
+    else:
         return Verdict(f"max_steps={len(whole) - 1} accepted a run of {len(whole)} steps")
-    return Verdict(exercised=False)
+    for bad in ([0], [budgets[0], -1], []):
+        try:
+            run_prefill(the_plan, bad, prompt, outputs)
+        except BudgetError:
+            continue
+        return Verdict(f"budgets {bad} accepted")
+    run_prefill(the_plan, [1], prompt, outputs)
+    return Verdict(exercised=len(whole) > 1)
 
 
-def _prefix_cases(_variant: Variant):
+BOUNDS_PROMPTS = range(1, 31, 4)
+BOUNDS_LONG_PROMPTS = (160, 200)
+
+
+def _bounds_cases(_variant: Variant):
     for name in ("g8", "g16-dcp2"):
-        for prompt in range(1, 31, 4):
-            yield {"geometry": name, "prompt": prompt, "outputs": 0, "budgets": "70,29"}
+        for prompt in BOUNDS_PROMPTS:
+            yield {"geometry": name, "prompt": prompt, "outputs": 0, "budgets": "70,29", "every_prefix": True}
+    for prompt in BOUNDS_LONG_PROMPTS:
+        yield {"geometry": "g8", "prompt": prompt, "outputs": 0, "budgets": "13", "every_prefix": False}
 
 
 # --- the condensed trace spells out the explicit one ---------------------------
 
 CONDENSE_BEYOND = 1  # condensing on as soon as a repeat is found
-CONDENSED_PROMPTS = range(100, 241, 7)
-CONDENSED_BUDGETS = ("13", "37,29")
+LATE_CONDENSING = 20  # and, for a second run, only beyond this many steps
+CONDENSED_PROMPTS = range(100, 241, 10)
+CONDENSED_RUNS = (("13", 0), ("37,29", 61))  # budgets, output tokens
 
 
 def _condensed_cases(_variant: Variant):
     for name in ("g8", "g4-dcp2"):
         for prompt in CONDENSED_PROMPTS:
-            for budgets in CONDENSED_BUDGETS:
-                yield {"geometry": name, "prompt": prompt, "outputs": 0, "budgets": budgets}
+            for budgets, outputs in CONDENSED_RUNS:
+                yield {"geometry": name, "prompt": prompt, "outputs": outputs, "budgets": budgets}
     yield from _builtin_cases()
 
 
 def condensed_spells_explicit(variant: Variant, case: Case) -> Verdict:
     slow = _trace(variant, case)
+    late = _trace(variant, case, condense_beyond=LATE_CONDENSING)
+    if late.repeat is not None and late.steps <= LATE_CONDENSING:
+        return Verdict(f"a run of {late.steps} steps is condensed, beyond {LATE_CONDENSING} asked")
+    if list(late.every_chunk()) != slow.chunks:
+        return Verdict(f"condensed beyond {LATE_CONDENSING} steps, the trace spells out other chunks")
     fast = _trace(variant, case, condense_beyond=CONDENSE_BEYOND)
+    r = fast.repeat
+    if r is not None and min(r.times, r.length, r.tokens) < 1:
+        return Verdict(f"a repeat that condenses nothing: {r}")
     spelled = list(fast.every_chunk())
     if spelled != slow.chunks:
         where = next((i for i, (a, b) in enumerate(zip(spelled, slow.chunks, strict=False)) if a != b), None)
@@ -378,15 +407,19 @@ THEOREMS = (
         ),
     ),
     Theorem(
-        "prefill-run-bounded-prefix",
+        "prefill-run-bounds",
         "loops",
-        "Bounded, by enumeration: run_prefill with steps=k gives exactly the first k chunks of the whole run, for "
-        "every k up to its length, and max_steps one below the run's length is refused (BudgetError).",
+        "Bounded, by enumeration: run_prefill with steps=k gives exactly the first k chunks of the whole run, "
+        "explicitly even when condensing is asked for, and so does a run given a split function (the model's "
+        "own); max_steps equal to the run's length is accepted and one below it refused (BudgetError naming "
+        "the geometry and its grid_period); budgets 0, -1 or none are refused and 1 accepted.",
         (),
         enumeration=Enumeration(
-            "geometries g8, g16-dcp2 x prompts 1..30 in steps of 4 x budgets 70,29",
-            _prefix_cases,
-            bounded_prefix,
+            f"geometries g8, g16-dcp2 x prompts {BOUNDS_PROMPTS.start}..{BOUNDS_PROMPTS.stop - 1} in steps of "
+            f"{BOUNDS_PROMPTS.step} x budgets 70,29, every k up to the run's length; and geometry g8 x prompts "
+            f"{', '.join(map(str, BOUNDS_LONG_PROMPTS))} x budget 13, k the run's length",
+            _bounds_cases,
+            run_bounds,
             "a run of more than one step",
         ),
     ),
@@ -395,11 +428,14 @@ THEOREMS = (
         "loops",
         "Bounded, by enumeration: a prefill condensed as soon as it repeats (condense_beyond "
         f"{CONDENSE_BEYOND}) spells out (Trace.every_chunk) exactly the explicit trace, with the same steps and "
-        "stall, and its Trace.chunk_ends, published and private are exactly the explicit chunks' ends of each kind.",
+        "stall, its repeat stands for at least one repetition, and its Trace.chunk_ends, published and private "
+        f"are exactly the explicit chunks' ends of each kind; condensed beyond {LATE_CONDENSING} steps, it spells "
+        f"out the explicit trace too, and a run of at most {LATE_CONDENSING} steps is not condensed.",
         (),
         enumeration=Enumeration(
             f"geometries g8, g4-dcp2 x prompts {CONDENSED_PROMPTS.start}..{CONDENSED_PROMPTS.stop - 1} in steps of "
-            f"{CONDENSED_PROMPTS.step} x budgets {' | '.join(CONDENSED_BUDGETS)}; and {BUILTINS}",
+            f"{CONDENSED_PROMPTS.step} x (budgets, output tokens) {' | '.join(map(str, CONDENSED_RUNS))}; and "
+            f"{BUILTINS}",
             _condensed_cases,
             condensed_spells_explicit,
             "a condensed trace",
