@@ -54,7 +54,7 @@ SMALL = {
             "mamba_block_size": 64,
             "eagle_block_drop": True,
             "offload_blocks_per_chunk": 3,
-            "prefill_checkpoint_alignment": 24,
+            "prefill_checkpoint_alignment": 40,
         },
         [
             {"kind": "target-attention", "block_size": 16, "dcp_sharded": True},

@@ -159,8 +159,8 @@ MUTANTS = {
             "the condensing grid leaves out the offload connector's chunk grids",
             "prefill",
             "grid_period",
-            "    sizes += [plan.geometry.deployment.offload_blocks_per_chunk * span for span in spans]\n",
-            "",
+            "plan.geometry.deployment.offload_blocks_per_chunk * p.sched_block",
+            "p.sched_block",
         ),
         _mutant(
             "restore-takes-smallest",
