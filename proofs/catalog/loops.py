@@ -139,7 +139,7 @@ def _builtin_cases() -> list[Case]:
 # --- the explicit trace is the chain of prefill_step -------------------------
 
 CHAIN_PROMPTS = (*range(1, 13), 24, 48, 49, 64, 65, 96, 97, 129)
-CHAIN_BUDGETS = ("29", "5,70,13")
+CHAIN_BUDGETS = ("29", "70,5,13")
 CHAIN_OUTPUTS = (0, 3)
 
 
