@@ -357,10 +357,13 @@ def restores_take_the_largest(variant: Variant, case: Case) -> Verdict:
     blocks = geometry.deployment.offload_blocks_per_chunk
     widest = max([*spans, *eagle, the_plan.cadence])
     tokens = _tokens(case)
-    counts = sorted({max(0, tokens - d) for d in (0, 1, widest, widest + 1, 2 * widest + 1, widest * blocks + 1)})
+    near_end = (tokens - d for d in (0, 1, widest + 1, widest * blocks + 1))
+    # Half way, inside a condensed trace's progressions, where the search's settled bound decides.
+    half_way = (tokens // 2 + d for d in (0, widest + 1))
+    counts = sorted({max(0, n) for n in (*near_end, *half_way)})
     hits = 0
     for cached in counts:
-        for new in (tokens, tokens - 1):
+        for new in (tokens, tokens - 1, tokens // 2):
             gpu = max(
                 (q for q in every if gpu_restorable(q, True, spans, eagle, p.eagle_drop, p.lookahead, cached, new)),
                 default=0,
@@ -467,8 +470,8 @@ THEOREMS = (
         enumeration=Enumeration(
             f"geometries g8, g16-dcp2 x prompts {RESTORE_PROMPTS.start}..{RESTORE_PROMPTS.stop - 1} in steps of "
             f"{RESTORE_PROMPTS.step} x budgets 37,29, and {BUILTINS}; condensed beyond {CONDENSE_BEYOND} step; "
-            "cached tokens N - d for d in 0, 1, W, W+1, 2W+1, W x offload blocks + 1 (W the widest span or cadence), "
-            "new tokens N and N - 1",
+            "cached tokens N - d for d in 0, 1, W+1, W x offload blocks + 1 (W the widest span or cadence) "
+            "and N // 2 + d for d in 0, W+1, new tokens N, N - 1 and N // 2",
             _restore_cases,
             restores_take_the_largest,
             "a condensed trace with a restorable position",
