@@ -102,3 +102,10 @@ def test_prove_reports_and_certifies_an_enumerated_refutation(tmp_path, capsys):
     assert certificate["decided_by"] == "enumeration, not an SMT query"
     assert certificate["rerun"] == entry["reproduce"] and certificate["domain"] == entry["enumeration"]["domain"]
     assert "Bounded" in (tmp_path / "report.md").read_text()
+
+
+def test_mining_an_enumerated_theorem_is_refused_in_one_line(tmp_path, capsys):
+    argv = ["mine", "grid-period-shift", "--variant", "mutant:grid-period-without-offload", "--out", str(tmp_path)]
+    assert main([*argv, "--no-vllm"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "decided by enumeration, not by Z3" in err
