@@ -232,9 +232,9 @@ def run_prefill(
 
 
 def grid_period(plan: Plan) -> int:
-    """The lcm of every grid size the step and the restore read: a shift by it changes no residue."""
+    """A common multiple of every grid size the step and the restore read, so a shift by it changes no residue.
+    The scheduler block is the lcm of every group's span: the cadence, the target and EAGLE spans and, among
+    their divisors, the split block. The offload connector's chunks are spans times its blocks per chunk."""
     p = plan.split
-    sizes = [plan.cadence, p.block, p.sched_block, p.hash_block, p.checkpoint_alignment, *p.eagle_spans]
-    sizes += [*plan.target_spans, *plan.geometry.eagle_spans()]
-    sizes.append(plan.geometry.deployment.offload_blocks_per_chunk * plan.cadence)
-    return math.lcm(*(s for s in sizes if s > 0))
+    offload_chunks = plan.geometry.deployment.offload_blocks_per_chunk * p.sched_block
+    return math.lcm(*(s for s in (offload_chunks, p.hash_block, p.checkpoint_alignment) if s > 0))

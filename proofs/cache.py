@@ -31,7 +31,7 @@ import z3
 
 from models.errors import GridproofError
 from proofs.catalog import Theorem
-from proofs.runner import Entry, claim_texts, formula_location
+from proofs.runner import Entry, claim_texts, model_sources_hash, theorem_location
 from proofs.solver import PROVED, QUERY_PARAMETERS, REFUTED, Query
 
 FORMAT = "gridproof-cache/1"
@@ -48,6 +48,7 @@ PROCEDURE = (
     "proofs/minimisation.py",
     "proofs/runner.py",
     "proofs/cache.py",
+    "proofs/enumerated.py",
 )
 _ROOT = Path(__file__).resolve().parent.parent
 
@@ -76,9 +77,11 @@ def entry_key(theorem: Theorem, variant_name: str, expected: str, rlimit: int, t
         z3.get_version_string(),
         _procedure_digest(),
         repr((theorem.name, theorem.subject, theorem.statement, theorem.ablate, variant_name, expected)),
-        repr((rlimit, tier, seed, QUERY_PARAMETERS, formula_location(theorem.obligations[0].formula))),
+        repr((rlimit, tier, seed, QUERY_PARAMETERS, theorem_location(theorem))),
     ]
     parts += [repr((o.name, o.variables, o.case_split, o.lemmas, o.solver_options, o.strategy)) for o in obligations]
+    if theorem.enumeration is not None:
+        parts.append(model_sources_hash())  # with the domain and the live engine code in claim_texts
     parts += claim_texts(theorem, variant_name)
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 

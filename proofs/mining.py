@@ -313,6 +313,11 @@ class Miner:
         if ladder < 0:
             raise MiningError(f"--ladder: must be a non-negative integer, got {ladder}")
         self.theorem = CATALOGUE[theorem]
+        if self.theorem.enumeration is not None:
+            raise MiningError(
+                f"{theorem} is decided by enumeration, not by Z3: its counterexample is the failing case "
+                f"`gridproof prove --theorem {theorem}` reports"
+            )
         self.variant = resolve(variant)
         self.obligations = obligations_to_mine(self.theorem)
         self.view_texts = list(views or [])

@@ -125,8 +125,8 @@ class ProofItem(pytest.Item):
         return "\n".join(lines)
 
     def reportinfo(self):
-        from proofs.runner import formula_location
+        from proofs.runner import theorem_location
 
-        path, _, line = formula_location(self.run.theorem.obligations[0].formula).rpartition(":")
+        path, _, line = theorem_location(self.run.theorem).rpartition(":")
         root = _manifest().parent.parent
         return root / path, int(line) - 1, f"{self.run.theorem.name} / {self.run.variant}"

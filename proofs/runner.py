@@ -16,6 +16,7 @@ import z3
 from models.errors import GridproofError
 from models.variants import VARIANTS
 from proofs.catalog import CATALOGUE, Obligation, Theorem
+from proofs.enumerated import claim_text, decide_enumeration
 from proofs.mutation.handwritten import MUTANTS, in_effect, resolve
 from proofs.solver import (
     DEFAULT_RLIMIT,
@@ -118,6 +119,8 @@ class Entry:
     statement: str = ""
     tier: str = "ci"
     source: str = ""  # path:line of the theorem's formula, for locating results
+    # An enumerated entry's domain, cases and cases that reached the property (proofs/enumerated.py).
+    enumeration: dict = field(default_factory=dict)
     # Per obligation, the queries its verdict rests on (proofs/report/smt2.py); not in the JSON.
     queries: dict[str, list[Query]] = field(default_factory=dict, repr=False)
     # The variant's fields its decision read (ChoicesRead); None when not
@@ -146,11 +149,37 @@ def run_theorem(
     under the run's `options` (budget and seed; the defaults when None), in
     a Z3 context of the entry's own (solver.decide says why)."""
     with in_effect(variant_name) as variant:
-        choices = ChoicesRead(variant)
         run = options or SolverOptions()
+        if theorem.enumeration is not None:
+            return _run_enumerated(theorem, variant, expected, run, tier)
+        choices = ChoicesRead(variant)
         entry = _run_theorem(theorem, choices, variant_name, expected, run, tier, z3.Context())
         entry.choices_read = frozenset(choices.read)
         return entry
+
+
+def _run_enumerated(theorem: Theorem, variant, expected: str, run: SolverOptions, tier: str) -> Entry:
+    decision = decide_enumeration(theorem.enumeration, variant)
+    return Entry(
+        theorem=theorem.name,
+        variant=variant.name,
+        verdict=decision.verdict,
+        expected=expected,
+        rlimit=0,
+        seconds=round(decision.seconds, 3),
+        counterexample=decision.counterexample,
+        reason=decision.reason,
+        reproduce=reproduce_command(theorem.name, [variant.name], run.rlimit, run.seed),
+        subject=theorem.subject,
+        statement=theorem.statement,
+        tier=tier,
+        source=theorem_location(theorem),
+        enumeration={
+            "domain": theorem.enumeration.domain,
+            "cases": decision.cases,
+            "exercised": decision.exercised,
+        },
+    )
 
 
 class ChoicesRead:
@@ -272,6 +301,8 @@ def claim_texts(theorem: Theorem, variant_name: str) -> list[str]:
     patch applied. What a decision of the entry is a function of."""
     obligations = [*theorem.obligations, *([theorem.trace_search] if theorem.trace_search else [])]
     with in_effect(variant_name) as variant:
+        if theorem.enumeration is not None:
+            return [claim_text(theorem.name, theorem.enumeration, variant_name)]
         return [query_text(o.formula, o.variables, variant) for o in obligations]
 
 
@@ -303,6 +334,13 @@ def formula_location(formula) -> str:
     except ValueError:
         pass
     return f"{path.as_posix()}:{code.co_firstlineno}"
+
+
+def theorem_location(theorem: Theorem) -> str:
+    """Where the theorem's first formula, or its enumerated check, is defined."""
+    if theorem.enumeration is not None:
+        return formula_location(theorem.enumeration.check)
+    return formula_location(theorem.obligations[0].formula)
 
 
 def model_sources_hash() -> str:

@@ -12,9 +12,10 @@ import pytest
 import z3
 
 from models import arith
+from proofs.enumerated import write_certificates
 from proofs.lemmas import validity_queries
 from proofs.prove import run_catalogue
-from proofs.report.confirm import AGREES, DISAGREES, answer_cvc5, answer_z3, confirm
+from proofs.report.confirm import AGREES, DISAGREES, ENUMERATED, answer_cvc5, answer_z3, confirm
 from proofs.report.smt2 import exported, write_smt2
 
 HAS_CVC5 = importlib.util.find_spec("cvc5") is not None
@@ -35,11 +36,12 @@ def exported_dir(ci_tier, tmp_path_factory):
 
 def test_every_entry_and_every_case_has_a_file(ci_tier, exported_dir):
     files = list(exported(ci_tier))
-    assert {(e.theorem, e.variant) for e, *_ in files} == {(e.theorem, e.variant) for e in ci_tier}
+    posed = [e for e in ci_tier if not e.enumeration]  # an enumerated entry poses no query (below)
+    assert {(e.theorem, e.variant) for e, *_ in files} == {(e.theorem, e.variant) for e in posed}
     assert len({name for *_, name in files}) == len(files)  # no case overwrites another
     for *_, name in files:
         assert (exported_dir / name).is_file()
-    for entry in ci_tier:
+    for entry in posed:
         answers = {q.answer for queries in entry.queries.values() for q in queries}
         assert answers == {"unsat"} if entry.verdict == "PROVED" else "sat" in answers, (entry.theorem, entry.variant)
     split = [q for e, _, q, _ in files if q.case and e.verdict == "PROVED"]
@@ -105,3 +107,18 @@ def test_each_lemma_family_is_valid_and_its_check_would_notice_a_false_lemma(mon
 
     monkeypatch.setattr(arith.SymbolicContext, "definitions", property(with_a_false_lemma))
     assert answer_z3(validity_queries()["multiplication-monotone"]) == "sat"
+
+
+def test_an_enumerated_entry_gets_a_certificate_and_is_never_an_agreement(ci_tier, tmp_path):
+    enumerated = [e for e in ci_tier if e.enumeration]
+    assert enumerated and all(not e.queries for e in enumerated)
+    written = write_certificates(ci_tier, tmp_path)
+    assert len(written) == 2 * len(enumerated)
+    entry = enumerated[0]
+    stem = f"{entry.theorem}--{entry.variant.replace(':', '-')}"
+    text = (tmp_path / f"{stem}.txt").read_text()
+    assert "decided by enumeration, not an SMT query" in text and entry.enumeration["domain"] in text
+    assert f"decide again: {entry.reproduce}" in text
+    report = confirm(enumerated, rlimit=1) if HAS_CVC5 else None
+    if report is not None:
+        assert report["counts"][ENUMERATED] == len(enumerated) and report["counts"][AGREES] <= len(validity_queries())

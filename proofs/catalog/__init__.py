@@ -5,10 +5,11 @@ statement in words, and formulas over named inputs that return a Claim
 from proofs.catalog.base import Obligation, Theorem
 from proofs.catalog.config import THEOREMS as CONFIG
 from proofs.catalog.groups import THEOREMS as GROUPS
+from proofs.catalog.loops import THEOREMS as LOOPS
 from proofs.catalog.plan import THEOREMS as PLAN
 from proofs.catalog.prefill import THEOREMS as PREFILL
 from proofs.catalog.split import THEOREMS as SPLIT
 
-CATALOGUE: dict[str, Theorem] = {t.name: t for t in (*CONFIG, *PLAN, *SPLIT, *PREFILL, *GROUPS)}
+CATALOGUE: dict[str, Theorem] = {t.name: t for t in (*CONFIG, *PLAN, *SPLIT, *PREFILL, *GROUPS, *LOOPS)}
 
 __all__ = ["CATALOGUE", "Obligation", "Theorem"]

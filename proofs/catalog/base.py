@@ -8,6 +8,7 @@ from models import arith
 from models.geometry import DRAFT, RECURRENT, TARGET, CacheGroup
 from models.plan import group_grid
 from models.scheduler import SplitCall, SplitParams
+from proofs.enumerated import Enumeration
 from proofs.solver import Formula, Kind, SolverOptions, Var
 
 
@@ -46,6 +47,9 @@ class Theorem:
     trace_search: Obligation | None = None
     # Hypotheses that are dropped one at a time, each expected to refute.
     ablate: tuple[str, ...] = ()
+    # A property of the engine's loops over a finite domain, decided by running
+    # them on every case instead of by Z3 (proofs/enumerated.py); no obligations.
+    enumeration: Enumeration | None = None
 
 
 def ints(*names: str, size: bool = False) -> tuple[Var, ...]:

@@ -22,6 +22,7 @@ import z3
 from models import arith
 from models.variants import VARIANTS, Variant
 from proofs.catalog import CATALOGUE
+from proofs.enumerated import decide_enumeration
 from proofs.mutation.patch import live_function
 from proofs.solver import Kind, symbolic_inputs
 
@@ -133,6 +134,8 @@ def capture(functions: Iterable[tuple[str, str]], theorems: dict[str, list[str]]
                 variant_now[0] = VARIANTS[variant_name]
                 for obligation in obligations:
                     _read(obligation, variant_now[0])
+                if theorem.enumeration is not None:
+                    decide_enumeration(theorem.enumeration, variant_now[0])  # every case, as a decision runs them
     finally:
         sys.setprofile(previous)
     return reach

@@ -53,6 +53,7 @@ def check_report_dir(directory: Path) -> None:
 
 def write_report_dir(result: dict, entries, directory: Path) -> list[Path]:
     """result.json, every rendering, and smt2/ with one file per obligation of the live `entries`."""
+    from proofs.enumerated import write_certificates
     from proofs.report.smt2 import write_smt2
 
     check_report_dir(directory)
@@ -65,6 +66,7 @@ def write_report_dir(result: dict, entries, directory: Path) -> list[Path]:
             path.write_text(render(result, fmt), encoding="utf-8")
             written.append(path)
         written += write_smt2(entries, directory / "smt2")
+        written += write_certificates(entries, directory / "enumerated")
     except OSError as error:
         raise ReportError(f"--report-dir: cannot write {error.filename or directory}: {error.strerror}") from None
     return written

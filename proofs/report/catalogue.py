@@ -47,7 +47,11 @@ def _theorem_section(theorem: Theorem, expectation: Expectation) -> list[str]:
     lines = [f"### `{theorem.name}`", "", " ".join(theorem.statement.split()), ""]
     tier = "ci" if expectation.tier == "ci" else "slow"
     slow = f" (slow tier: {', '.join(sorted(expectation.slow))})" if expectation.slow else ""
-    lines.append(f"Tier {tier}{slow}; budget {expectation.rlimit:,} rlimit per obligation.")
+    if theorem.enumeration is not None:
+        lines.append(f"Tier {tier}{slow}; bounded: decided by enumeration, not an SMT query, over the domain:")
+        lines += ["", " ".join(theorem.enumeration.domain.split()) + "."]
+    else:
+        lines.append(f"Tier {tier}{slow}; budget {expectation.rlimit:,} rlimit per obligation.")
     lines.append("")
     lines.append("| variant | expected |")
     lines.append("|---|---|")

@@ -26,6 +26,9 @@ SOLVERS = ("cvc5",)
 # the same, and bounds an unknown at a few seconds.
 CVC5_RLIMIT = 500_000
 AGREES, DISAGREES, UNKNOWN = "agrees", "disagrees", "unknown"
+# An entry decided by running the engine on every case of a finite domain:
+# it poses no query, so there is nothing to confirm, and it never counts as agreeing.
+ENUMERATED = "decided by enumeration, not an SMT query"
 
 
 class SolverMissing(GridproofError):
@@ -96,11 +99,14 @@ def confirm(entries, solver: str = "cvc5", rlimit: int = CVC5_RLIMIT, jobs: int 
     for (owner, name, expected), answer in zip(posed, answers, strict=True):
         owners.setdefault(owner, []).append({"file": name, "expected": expected, "answer": answer})
     rows = []
+    enumerated = {f"{e.theorem} / {e.variant}" for e in entries if e.enumeration}
     for owner, files in owners.items():
         verdicts = {agreement(f["expected"], f["answer"]) for f in files}
         status = next((v for v in (DISAGREES, UNKNOWN) if v in verdicts), AGREES) if files else UNKNOWN
-        rows.append({"entry": owner, "agreement": status, "files": files})
-    counts = {status: sum(r["agreement"] == status for r in rows) for status in (AGREES, DISAGREES, UNKNOWN)}
+        rows.append({"entry": owner, "agreement": ENUMERATED if owner in enumerated else status, "files": files})
+    counts = {
+        status: sum(r["agreement"] == status for r in rows) for status in (AGREES, DISAGREES, UNKNOWN, ENUMERATED)
+    }
     return {"solver": solver, "rlimit": rlimit, "queries": len(texts), "entries": rows, "counts": counts}
 
 
@@ -135,11 +141,15 @@ def render(report: dict) -> list[str]:
                 for f in row["files"]
                 if f["answer"] != f["expected"]
             ]
+            if row["agreement"] == ENUMERATED:
+                lines.append(f"{row['entry']}: {ENUMERATED} (the domain is in its --report-dir certificate)")
+                continue
             lines.append(f"{report['solver']} {row['agreement']}: {row['entry']}: {'; '.join(odd) or 'no query'}")
     counts = report["counts"]
     lines.append(
         f"confirmed by {report['solver']} (rlimit {report['rlimit']:,} per query, {report['queries']} queries): "
         f"of the entries and lemma families, {counts[AGREES]} agree, {counts[DISAGREES]} disagree, "
         f"{counts[UNKNOWN]} unknown within the budget"
+        + (f"; {counts[ENUMERATED]} {ENUMERATED}, not confirmed" if counts[ENUMERATED] else "")
     )
     return lines

@@ -6,7 +6,7 @@ from __future__ import annotations
 from html import escape
 
 from proofs.report import drawings
-from proofs.report.markdown import format_value, hypothesis_mark
+from proofs.report.markdown import bounded_text, format_value, hypothesis_mark
 from proofs.report.result import (
     by_theorem,
     headline,
@@ -146,6 +146,8 @@ def _theorem(theorem: str, group: list[dict]) -> str:
     out.append(f'<p class="muted">{", ".join(facts)}</p>')
     if first.get("statement"):
         out.append(f"<blockquote>{escape(first['statement'])}</blockquote>")
+    if first.get("enumeration"):
+        out.append(f"<p>{escape(bounded_text(group).replace('**', ''))}</p>")
 
     rows = []
     for e in group:
@@ -222,7 +224,8 @@ def render_html(result: dict, deployments: bool = True) -> str:
         "<h1>gridproof: proof report</h1>",
         '<p class="muted">Where a hybrid model\'s recurrent checkpoints land, for vLLM 0.33.0 '
         "(<code>baseline</code>) and PR457 (<code>pr457</code>, <code>pr457-guarded</code>). PROVED holds for every "
-        "geometry; REFUTED comes with a counterexample replayed on the concrete model; UNKNOWN, VACUOUS and ERROR are "
+        "geometry, except for a theorem marked bounded, which holds on every case of the finite domain it names; "
+        "REFUTED comes with a counterexample replayed on the concrete model; UNKNOWN, VACUOUS and ERROR are "
         "never a success.</p>",
         f'<div class="banner {"good" if good else "bad"}">{escape(headline(result))}</div>',
         _facts(result),

@@ -147,6 +147,8 @@ def render_theorem(theorem: str, group: list[dict]) -> list[str]:
     lines += [", ".join(facts), ""]
     if first.get("statement"):
         lines += [f"> {first['statement']}", ""]
+    if first.get("enumeration"):
+        lines += [f"{bounded_text(group)}", ""]
 
     lines += ["| variant | verdict | expected | rlimit | seconds | |", "|---|---|---|---:|---:|---|"]
     for e in group:
@@ -194,6 +196,16 @@ def render_theorem(theorem: str, group: list[dict]) -> list[str]:
     return lines
 
 
+def bounded_text(group: list[dict]) -> str:
+    """What an enumerated theorem's verdicts rest on: its finite domain, not an SMT query."""
+    first = group[0]["enumeration"]
+    counts = ", ".join(f"{e['variant']} {e['enumeration'].get('cases', 0)}" for e in group if e.get("enumeration"))
+    return (
+        f"**Bounded**: decided by enumeration, not an SMT query; the engine model run on every case of the "
+        f"domain: {first.get('domain', '')} (cases run: {counts})."
+    )
+
+
 def render_deployments() -> list[str]:
     """What the HTML report draws, in words: each built-in deployment's prefill per variant."""
     from models.geometry import builtin_geometry_names
@@ -229,7 +241,8 @@ def render_report(result: dict) -> str:
         f"| selection | {selection_text(result)} |",
         f"| time | {result['seconds']:.1f} s, rlimit {result['rlimit']:,} in all |",
         "",
-        "Verdicts: PROVED holds for every geometry (no bound on any size); REFUTED comes with a counterexample "
+        "Verdicts: PROVED holds for every geometry (no bound on any size), except for a theorem marked bounded, "
+        "which holds on every case of the finite domain it names; REFUTED comes with a counterexample "
         "that was replayed on the concrete model; UNKNOWN, VACUOUS and ERROR are never a success.",
         "",
         "## Verdicts",

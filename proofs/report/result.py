@@ -42,6 +42,7 @@ _ENTRY = Fields(
         "statement": "str",
         "tier": "str",
         "source": Optional("str"),
+        "enumeration": Fields({}, optional={"domain": "str", "cases": "int", "exercised": "int"}),
         "ok": "bool",
     },
 )

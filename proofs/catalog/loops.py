@@ -1,0 +1,480 @@
+"""Bounded theorems on the engine model's loops: a whole prefill
+(`run_prefill`), its condensing of long prefills, the Trace's views,
+`grid_period` and the two restore searches. No SMT query reads these loops;
+each theorem states a property over an explicit finite domain and is decided
+by running the engine model on every case of it (proofs/enumerated.py).
+
+Each property compares the loop with a reading built from the functions the
+Z3 theorems read (`prefill_step`, `prefill_end`, `state_column`, the
+restorable predicates), never a restated formula.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from models.geometry import Geometry, builtin_geometry_names, load_geometry, parse_geometry
+from models.plan import Plan, plan
+from models.positions import Positions
+from models.prefill import BudgetError, grid_period, prefill_step, run_prefill, state_column
+from models.reuse import gpu_restorable, gpu_restore, offload_restorable, offload_restore
+from models.scheduler import prefill_end, split
+from models.variants import Variant
+from proofs.catalog.base import Theorem
+from proofs.enumerated import Case, Enumeration, Verdict
+
+
+def _small(name: str, page: int, deployment: dict, groups: list[dict]) -> Geometry:
+    data = {
+        "deployment": {"dcp_size": 1, "block_size": page, "max_num_scheduled_tokens": 3 * page, **deployment},
+        "groups": groups,
+        "request": {"prompt_tokens": 1},
+    }
+    return parse_geometry(data, name=name)
+
+
+# Small generated geometries, chosen so that every size the step and the restore read is distinct from the
+# others in at least one of them (so a grid or a search that forgets one is seen).
+SMALL = {
+    "g8": lambda: _small(
+        "g8",
+        8,
+        {"eagle_block_drop": True},
+        [
+            {"kind": "target-attention", "block_size": 8},
+            {"kind": "recurrent", "block_size": 8},
+            {"kind": "draft-attention", "block_size": 8, "eagle": True},
+        ],
+    ),
+    "g16-dcp2": lambda: _small(
+        "g16-dcp2",
+        16,
+        {
+            "dcp_size": 2,
+            "mamba_block_size": 64,
+            "eagle_block_drop": True,
+            "offload_blocks_per_chunk": 3,
+            "prefill_checkpoint_alignment": 40,
+        },
+        [
+            {"kind": "target-attention", "block_size": 16, "dcp_sharded": True},
+            {"kind": "recurrent", "block_size": 16},
+            {"kind": "draft-attention", "block_size": 24, "eagle": True},
+        ],
+    ),
+    "g4-dcp2": lambda: _small(
+        "g4-dcp2",
+        4,
+        {"dcp_size": 2, "mamba_block_size": 8, "eagle_block_drop": True},
+        [
+            {"kind": "target-attention", "block_size": 4, "dcp_sharded": True},
+            {"kind": "recurrent", "block_size": 4},
+            {"kind": "draft-attention", "block_size": 6, "eagle": True},
+        ],
+    ),
+    "g16-lookahead": lambda: _small(
+        "g16-lookahead",
+        16,
+        {
+            "mamba_block_size": 48,
+            "hash_lookahead_tokens": 1,
+            "hash_block_size": 16,
+            "prefill_checkpoint_alignment": 8,
+            "long_prefill_token_threshold": 20,
+            "shared_prefix_checkpoint": True,
+            "offload_blocks_per_chunk": 2,
+        },
+        [
+            {"kind": "target-attention", "block_size": 16},
+            {"kind": "recurrent", "block_size": 16},
+            {"kind": "draft-attention", "block_size": 16},
+        ],
+    ),
+}
+
+
+@cache
+def _geometry(name: str) -> Geometry:
+    return SMALL[name]() if name in SMALL else load_geometry(name)
+
+
+def _plan(variant: Variant, case: Case) -> Plan:
+    return plan(variant, _geometry(case["geometry"]))
+
+
+def _budgets(case: Case) -> list[int]:
+    return [int(b) for b in str(case["budgets"]).split(",")]
+
+
+def _tokens(case: Case) -> int:
+    return case["prompt"] + case["outputs"]
+
+
+def _trace(variant: Variant, case: Case, condense_beyond=None):
+    return run_prefill(
+        _plan(variant, case),
+        _budgets(case),
+        prompt_tokens=case["prompt"],
+        output_tokens=case["outputs"],
+        condense_beyond=condense_beyond,
+    )
+
+
+def _builtin_cases() -> list[Case]:
+    """Every built-in deployment with its own request and budget."""
+    cases = []
+    for name in builtin_geometry_names():
+        g = _geometry(name)
+        cases.append(
+            {
+                "geometry": name,
+                "prompt": g.request.prompt_tokens,
+                "outputs": g.request.output_tokens,
+                "budgets": str(g.deployment.max_num_scheduled_tokens),
+            }
+        )
+    return cases
+
+
+# --- the explicit trace is the chain of prefill_step -------------------------
+
+CHAIN_PROMPTS = (*range(1, 13), 24, 48, 49, 64, 65, 96, 97, 129)
+CHAIN_BUDGETS = ("29", "70,5,13")
+CHAIN_OUTPUTS = (0, 3)
+
+
+def _chain_cases(_variant: Variant):
+    for name in SMALL:
+        for prompt in CHAIN_PROMPTS:
+            for budgets in CHAIN_BUDGETS:
+                for outputs in CHAIN_OUTPUTS:
+                    yield {"geometry": name, "prompt": prompt, "outputs": outputs, "budgets": budgets}
+    yield from _builtin_cases()
+
+
+def chain_of_steps(variant: Variant, case: Case) -> Verdict:
+    """run_prefill's explicit trace against prefill_step taken from each chunk's start."""
+    the_plan = _plan(variant, case)
+    budgets, prompt, tokens = _budgets(case), case["prompt"], _tokens(case)
+    trace = run_prefill(the_plan, budgets, prompt_tokens=prompt, output_tokens=case["outputs"], condense_beyond=None)
+    end = prefill_end(prompt, tokens)
+    if trace.repeat is not None or trace.steps != len(trace.chunks):
+        return Verdict("the explicit trace is condensed")
+    computed = 0
+    for i, chunk in enumerate(trace.chunks):
+        budget = budgets[min(i, len(budgets) - 1)]
+        if chunk.step != i or chunk.start != computed:
+            return Verdict(f"chunk {i} is step {chunk.step} from {chunk.start}, not step {i} from {computed}")
+        if not computed < end:
+            return Verdict(f"step {i} starts at {computed}, at or past the prefill's end {end}")
+        step = prefill_step(the_plan.variant, the_plan.split, the_plan.cadence, computed, budget, prompt, tokens)
+        seen = (chunk.requested, chunk.end, chunk.published, chunk.column)
+        wanted = (step.requested, step.end, step.published, state_column(step.end, the_plan.cadence))
+        if seen != wanted:
+            return Verdict(f"step {i} from {computed}: (requested, end, published, column) {seen}, step {wanted}")
+        # Once the budget is settled, a step that makes no progress is repeated exactly by every later one.
+        stalls = step.end == computed and i >= len(budgets) - 1
+        if stalls != (trace.stalled_at == i) or (stalls and i != len(trace.chunks) - 1):
+            return Verdict(f"step {i}: stalled_at {trace.stalled_at} of {len(trace.chunks)} chunks, stalls: {stalls}")
+        computed = step.end
+    if trace.stalled_at is None and not end <= computed <= tokens:
+        return Verdict(f"the run stops at {computed}, not between the prefill's end {end} and the tokens {tokens}")
+    views = _views_of(trace.chunks)
+    for name, wanted_positions in views.items():
+        if list(getattr(trace, name)) != wanted_positions:
+            return Verdict(f"Trace.{name} is {list(getattr(trace, name))}, the chunks' are {wanted_positions}")
+    return Verdict(exercised=any(c.published for c in trace.chunks))
+
+
+def _views_of(chunks) -> dict[str, list[int]]:
+    """What Trace.chunk_ends, published and private hold, read off the explicit chunks."""
+    return {
+        "chunk_ends": sorted(c.end for c in chunks if c.end > c.start),
+        "published": sorted(c.end for c in chunks if c.published),
+        "private": sorted(c.end for c in chunks if c.end > c.start and not c.published),
+    }
+
+
+def run_bounds(variant: Variant, case: Case) -> Verdict:
+    """`steps=k` runs exactly the first k steps of the whole run, explicitly even where condensing is asked
+    for; so does a run with a split function of its own (condensing reads the model's split only); max_steps
+    equal to the run's length is accepted and one below refused, naming the geometry and grid_period;
+    a budget below 1 is refused."""
+    the_plan = _plan(variant, case)
+    budgets, prompt, outputs = _budgets(case), case["prompt"], case["outputs"]
+    whole = run_prefill(the_plan, budgets, prompt, outputs, condense_beyond=None).chunks
+    lengths = range(len(whole) + 1) if case["every_prefix"] else (len(whole),)
+    for k in lengths:
+        part = run_prefill(the_plan, budgets, prompt, outputs, steps=k, condense_beyond=CONDENSE_BEYOND)
+        if part.chunks != whole[:k] or part.repeat is not None:
+            return Verdict(f"steps={k} gives {len(part.chunks)} chunks, not the whole run's first {k}")
+
+    def models_split(params, call):
+        return split(the_plan.variant, params, call)
+
+    own = run_prefill(the_plan, budgets, prompt, outputs, split_function=models_split, condense_beyond=1)
+    if own.chunks != whole or own.repeat is not None:
+        return Verdict("a run with the model's split passed as a split function is not the explicit run")
+    run_prefill(the_plan, budgets, prompt, outputs, max_steps=len(whole), condense_beyond=None)
+    try:
+        run_prefill(the_plan, budgets, prompt, outputs, max_steps=len(whole) - 1, condense_beyond=None)
+    except BudgetError as error:
+        named = str(error).startswith(f"{the_plan.geometry.name}: ")
+        if not named or f"(grid {grid_period(the_plan):,})" not in str(error):
+            return Verdict(f"the refusal does not name the geometry and its grid: {error}")
+    else:
+        return Verdict(f"max_steps={len(whole) - 1} accepted a run of {len(whole)} steps")
+    for bad in ([0], [budgets[0], -1], []):
+        try:
+            run_prefill(the_plan, bad, prompt, outputs)
+        except BudgetError:
+            continue
+        return Verdict(f"budgets {bad} accepted")
+    run_prefill(the_plan, [1], prompt, outputs)
+    return Verdict(exercised=len(whole) > 1)
+
+
+BOUNDS_PROMPTS = range(1, 31, 4)
+BOUNDS_LONG_PROMPTS = (160, 200)
+
+
+def _bounds_cases(_variant: Variant):
+    for name in ("g8", "g16-dcp2"):
+        for prompt in BOUNDS_PROMPTS:
+            yield {"geometry": name, "prompt": prompt, "outputs": 0, "budgets": "70,29", "every_prefix": True}
+    for prompt in BOUNDS_LONG_PROMPTS:
+        yield {"geometry": "g8", "prompt": prompt, "outputs": 0, "budgets": "13", "every_prefix": False}
+
+
+# --- the condensed trace spells out the explicit one ---------------------------
+
+CONDENSE_BEYOND = 1  # condensing on as soon as a repeat is found
+LATE_CONDENSING = 20  # and, for a second run, only beyond this many steps
+CONDENSED_PROMPTS = range(100, 241, 10)
+CONDENSED_RUNS = (("13", 0), ("37,29", 61))  # budgets, output tokens
+
+
+def _condensed_cases(_variant: Variant):
+    for name in ("g8", "g4-dcp2"):
+        for prompt in CONDENSED_PROMPTS:
+            for budgets, outputs in CONDENSED_RUNS:
+                yield {"geometry": name, "prompt": prompt, "outputs": outputs, "budgets": budgets}
+    yield from _builtin_cases()
+
+
+def condensed_spells_explicit(variant: Variant, case: Case) -> Verdict:
+    slow = _trace(variant, case)
+    late = _trace(variant, case, condense_beyond=LATE_CONDENSING)
+    if late.repeat is not None and late.steps <= LATE_CONDENSING:
+        return Verdict(f"a run of {late.steps} steps is condensed, beyond {LATE_CONDENSING} asked")
+    if list(late.every_chunk()) != slow.chunks:
+        return Verdict(f"condensed beyond {LATE_CONDENSING} steps, the trace spells out other chunks")
+    fast = _trace(variant, case, condense_beyond=CONDENSE_BEYOND)
+    r = fast.repeat
+    if r is not None and min(r.times, r.length, r.tokens) < 1:
+        return Verdict(f"a repeat that condenses nothing: {r}")
+    spelled = list(fast.every_chunk())
+    if spelled != slow.chunks:
+        where = next((i for i, (a, b) in enumerate(zip(spelled, slow.chunks, strict=False)) if a != b), None)
+        where = min(len(spelled), len(slow.chunks)) if where is None else where
+        return Verdict(f"the condensed trace spells out {len(spelled)} chunks, differing from step {where}")
+    if fast.steps != len(slow.chunks) or fast.stalled_at != slow.stalled_at:
+        return Verdict(
+            f"condensed steps {fast.steps}, stalled at {fast.stalled_at}; "
+            f"explicit {len(slow.chunks)}, {slow.stalled_at}"
+        )
+    for name, wanted in _views_of(slow.chunks).items():
+        if list(getattr(fast, name)) != wanted:
+            return Verdict(f"the condensed Trace.{name} differs from the explicit chunks'")
+    return Verdict(exercised=fast.repeat is not None)
+
+
+# --- grid_period: a shift by it changes no step and no restore test ------------
+
+SHIFT_BUDGETS = (5,)
+SHIFT_STRIDE = 3
+
+
+def _shift_cases(_variant: Variant):
+    for name in SMALL:
+        yield {"geometry": name}
+
+
+def shift_by_grid_period(variant: Variant, case: Case) -> Verdict:
+    """Far from the request's end, every position of one period: the step from c and from c + G (prompt and
+    tokens G further too), and each restore test of c and of c + G (cached and new tokens G further), agree."""
+    the_plan = _plan(variant, case)
+    geometry = the_plan.geometry
+    period = grid_period(the_plan)
+    if period <= 0:
+        return Verdict(f"grid_period is {period}")
+    base = 8 * period
+    prompt = base + 6 * period
+    spans, eagle = the_plan.target_spans, geometry.eagle_spans()
+    p = the_plan.split
+    blocks = geometry.deployment.offload_blocks_per_chunk
+    for c in range(base, base + period, SHIFT_STRIDE):
+        for budget in SHIFT_BUDGETS:
+            here = prefill_step(the_plan.variant, p, the_plan.cadence, c, budget, prompt, prompt)
+            there = prefill_step(
+                the_plan.variant, p, the_plan.cadence, c + period, budget, prompt + period, prompt + period
+            )
+            if (there.end - period, there.requested, there.published) != (here.end, here.requested, here.published):
+                return Verdict(f"the step from {c} and from {c} + {period} differ (budget {budget})")
+        for shift in (0, period):
+            cached = prompt + shift
+            gpu = gpu_restorable(c + shift, True, spans, eagle, p.eagle_drop, p.lookahead, cached, cached)
+            offload = offload_restorable(c + shift, True, the_plan.cadence, spans, eagle, blocks, cached, cached)
+            if shift == 0:
+                wanted = (gpu, offload)
+            elif (gpu, offload) != wanted:
+                return Verdict(f"the restore tests of {c} and of {c} + {period} differ")
+    return Verdict()
+
+
+# --- the restore searches take the largest restorable published position -------
+
+RESTORE_PROMPTS = range(120, 241, 60)
+
+
+def _restore_cases(_variant: Variant):
+    for name in ("g8", "g16-dcp2"):
+        for prompt in RESTORE_PROMPTS:
+            yield {"geometry": name, "prompt": prompt, "outputs": 0, "budgets": "37,29"}
+    yield from _builtin_cases()
+
+
+def restores_take_the_largest(variant: Variant, case: Case) -> Verdict:
+    """gpu_restore and offload_restore, on the condensed trace's published positions and on the explicit list,
+    equal the largest published position the restorable predicate accepts (0: none), for cached and new token
+    counts at and a span, a chunk and one below the request's end."""
+    the_plan = _plan(variant, case)
+    geometry = the_plan.geometry
+    trace = _trace(variant, case, condense_beyond=CONDENSE_BEYOND)
+    every = list(trace.published)
+    spans, eagle = the_plan.target_spans, geometry.eagle_spans()
+    p = the_plan.split
+    blocks = geometry.deployment.offload_blocks_per_chunk
+    widest = max([*spans, *eagle, the_plan.cadence])
+    tokens = _tokens(case)
+    near_end = (tokens - d for d in (0, 1, widest + 1, widest * blocks + 1))
+    # Half way, inside a condensed trace's progressions, where the search's settled bound decides.
+    half_way = (tokens // 2 + d for d in (0, widest + 1))
+    counts = sorted({max(0, n) for n in (*near_end, *half_way)})
+    hits = 0
+    for cached in counts:
+        for new in (tokens, tokens - 1, tokens // 2):
+            gpu = max(
+                (q for q in every if gpu_restorable(q, True, spans, eagle, p.eagle_drop, p.lookahead, cached, new)),
+                default=0,
+            )
+            offload = max(
+                (q for q in every if offload_restorable(q, True, the_plan.cadence, spans, eagle, blocks, cached, new)),
+                default=0,
+            )
+            for published in (trace.published, Positions.of(every)):
+                got = (
+                    gpu_restore(published, spans, eagle, p.eagle_drop, p.lookahead, cached, new),
+                    offload_restore(published, the_plan.cadence, spans, eagle, blocks, cached, new),
+                )
+                if got != (gpu, offload):
+                    return Verdict(
+                        f"cached {cached}, new {new}: (gpu_restore, offload_restore) {got}, "
+                        f"the largest accepted {(gpu, offload)}"
+                    )
+            hits += gpu > 0 or offload > 0
+    return Verdict(exercised=hits > 0 and trace.repeat is not None)
+
+
+SMALL_NAMES = ", ".join(SMALL)
+BUILTINS = "every built-in deployment with its own request and budget"
+
+THEOREMS = (
+    Theorem(
+        "prefill-run-is-step-chain",
+        "loops",
+        "Bounded, by enumeration: run_prefill's explicit trace is the chain of models.prefill.prefill_step from 0: "
+        "each chunk starts where the previous one ended, is the step from there under its budget (requested, end, "
+        "published, state column state_column(end)), starts below prefill_end, and the run ends between "
+        "prefill_end and the request's tokens, or stops at a step that makes no progress once the budget is "
+        "settled (stalled_at); Trace.chunk_ends, published and private are exactly the chunks' ends of each kind.",
+        (),
+        enumeration=Enumeration(
+            f"geometries {SMALL_NAMES} (proofs/catalog/loops.py) x prompts 1..12, "
+            f"{', '.join(map(str, CHAIN_PROMPTS[12:]))} x output tokens {CHAIN_OUTPUTS} x budgets "
+            f"{' | '.join(CHAIN_BUDGETS)} "
+            f"(a list: one per step, the last repeating); and {BUILTINS}",
+            _chain_cases,
+            chain_of_steps,
+            "a published checkpoint",
+        ),
+    ),
+    Theorem(
+        "prefill-run-bounds",
+        "loops",
+        "Bounded, by enumeration: run_prefill with steps=k gives exactly the first k chunks of the whole run, "
+        "explicitly even when condensing is asked for, and so does a run given a split function (the model's "
+        "own); max_steps equal to the run's length is accepted and one below it refused (BudgetError naming "
+        "the geometry and its grid_period); budgets 0, -1 or none are refused and 1 accepted.",
+        (),
+        enumeration=Enumeration(
+            f"geometries g8, g16-dcp2 x prompts {BOUNDS_PROMPTS.start}..{BOUNDS_PROMPTS.stop - 1} in steps of "
+            f"{BOUNDS_PROMPTS.step} x budgets 70,29, every k up to the run's length; and geometry g8 x prompts "
+            f"{', '.join(map(str, BOUNDS_LONG_PROMPTS))} x budget 13, k the run's length",
+            _bounds_cases,
+            run_bounds,
+            "a run of more than one step",
+        ),
+    ),
+    Theorem(
+        "prefill-condensed-is-explicit",
+        "loops",
+        "Bounded, by enumeration: a prefill condensed as soon as it repeats (condense_beyond "
+        f"{CONDENSE_BEYOND}) spells out (Trace.every_chunk) exactly the explicit trace, with the same steps and "
+        "stall, its repeat stands for at least one repetition, and its Trace.chunk_ends, published and private "
+        f"are exactly the explicit chunks' ends of each kind; condensed beyond {LATE_CONDENSING} steps, it spells "
+        f"out the explicit trace too, and a run of at most {LATE_CONDENSING} steps is not condensed.",
+        (),
+        enumeration=Enumeration(
+            f"geometries g8, g4-dcp2 x prompts {CONDENSED_PROMPTS.start}..{CONDENSED_PROMPTS.stop - 1} in steps of "
+            f"{CONDENSED_PROMPTS.step} x (budgets, output tokens) {' | '.join(map(str, CONDENSED_RUNS))}; and "
+            f"{BUILTINS}",
+            _condensed_cases,
+            condensed_spells_explicit,
+            "a condensed trace",
+        ),
+    ),
+    Theorem(
+        "grid-period-shift",
+        "loops",
+        "Bounded, by enumeration: grid_period G is positive, and far from the request's end a shift by G changes "
+        "neither the step (models.prefill.prefill_step from c and from c + G, prompt and tokens G further: the "
+        "end G further, the same request and publication) nor the GPU and offload restore tests "
+        "(gpu_restorable, offload_restorable of c and c + G, cached and new tokens G further).",
+        (),
+        enumeration=Enumeration(
+            f"geometries {SMALL_NAMES}; every position c = 8G + {SHIFT_STRIDE}k below 9G, with prompt = tokens "
+            "= 14G; budgets "
+            f"{' | '.join(map(str, SHIFT_BUDGETS))}",
+            _shift_cases,
+            shift_by_grid_period,
+        ),
+    ),
+    Theorem(
+        "restore-searches-largest",
+        "loops",
+        "Bounded, by enumeration: gpu_restore and offload_restore, given a condensed trace's published positions "
+        "(progressions) or the same positions one by one, return the largest published position that "
+        "gpu_restorable / offload_restorable accepts (0 when none), scanned over every published position.",
+        (),
+        enumeration=Enumeration(
+            f"geometries g8, g16-dcp2 x prompts {RESTORE_PROMPTS.start}..{RESTORE_PROMPTS.stop - 1} in steps of "
+            f"{RESTORE_PROMPTS.step} x budgets 37,29, and {BUILTINS}; condensed beyond {CONDENSE_BEYOND} step; "
+            "cached tokens N - d for d in 0, 1, W+1, W x offload blocks + 1 (W the widest span or cadence) "
+            "and N // 2 + d for d in 0, W+1, new tokens N, N - 1 and N // 2",
+            _restore_cases,
+            restores_take_the_largest,
+            "a condensed trace with a restorable position",
+        ),
+    ),
+)

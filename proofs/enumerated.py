@@ -1,0 +1,164 @@
+"""Obligations decided by enumeration: a property stated over an explicit
+finite domain, decided by running the engine model on every case of it.
+
+The loops of the engine model (a whole prefill, its condensing, the Trace's
+views, the restore searches) run over concrete ints and lists, so no SMT
+query reads them. What can be said of them honestly is bounded: the
+property holds on every case of the named domain. The verdict is PROVED
+only when every case holds (and the cases the property is about were met:
+`Enumeration.exercised`), REFUTED with the first failing case, which is
+concrete and is run once more to confirm it before it is reported, and
+VACUOUS when no case of the domain reached what the property is about.
+An engine that raises on a case of the domain fails that case: every case
+is a valid deployment and request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import marshal
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from models.variants import Variant
+from proofs.solver import ERROR, PROVED, REFUTED, VACUOUS
+
+Case = dict[str, object]  # a case's concrete inputs, by name (JSON values)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A case's answer: `failure` None when the property holds there;
+    `exercised` when the case reached what the property is about (a
+    condensed trace, say), so that a domain that never does is VACUOUS."""
+
+    failure: str | None = None
+    exercised: bool = True
+
+
+@dataclass(frozen=True)
+class Enumeration:
+    domain: str  # the finite domain, exactly, in words
+    cases: Callable[[Variant], Iterable[Case]]
+    check: Callable[[Variant, Case], Verdict]
+    exercised: str = ""  # what a case must reach for the property not to hold vacuously
+
+
+@dataclass
+class Decision:
+    verdict: str
+    reason: str = ""
+    counterexample: Case | None = None
+    cases: int = 0
+    exercised: int = 0
+    seconds: float = 0.0
+
+
+def decide_enumeration(enumeration: Enumeration, variant: Variant) -> Decision:
+    started = time.perf_counter()
+    cases = exercised = 0
+    for case in enumeration.cases(variant):
+        cases += 1
+        answer = _answer(enumeration, variant, case)
+        if answer.failure is not None:
+            again = _answer(enumeration, variant, case)
+            if again.failure != answer.failure:
+                reason = f"case not reproducible: {answer.failure!r}, then {again.failure!r}"
+                return Decision(ERROR, reason, case, cases, exercised, time.perf_counter() - started)
+            return Decision(REFUTED, answer.failure, case, cases, exercised, time.perf_counter() - started)
+        exercised += answer.exercised
+    seconds = time.perf_counter() - started
+    if cases == 0 or exercised == 0:
+        what = enumeration.exercised or "a case"
+        return Decision(VACUOUS, f"no case of the domain ({cases} cases) reached {what}", None, cases, 0, seconds)
+    return Decision(PROVED, "", None, cases, exercised, seconds)
+
+
+def _answer(enumeration: Enumeration, variant: Variant, case: Case) -> Verdict:
+    try:
+        return enumeration.check(variant, case)
+    except Exception as error:  # the engine model raising on a valid case fails the case
+        return Verdict(f"the engine model raised {type(error).__name__}: {error}")
+
+
+def live_code_digest() -> str:
+    """sha256 over the code of every function and method of the loaded
+    models.* modules as they run now: a patch applied in this process (a
+    mutant) changes it, which a digest of the files would not notice."""
+    digest = hashlib.sha256()
+    for name in sorted(m for m in sys.modules if m == "models" or m.startswith("models.")):
+        module = sys.modules[name]
+        for attribute, value in sorted(vars(module).items()):
+            for function in _functions(value, name):
+                digest.update(f"{name}.{attribute}".encode())
+                digest.update(marshal.dumps(function.__code__))
+    return digest.hexdigest()
+
+
+def _functions(value, module_name: str) -> list:
+    if getattr(value, "__module__", None) != module_name:
+        return []
+    if hasattr(value, "__code__"):
+        return [value]
+    if isinstance(value, type):
+        found = []
+        for member in vars(value).values():
+            member = getattr(member, "fget", member)  # a property's getter
+            if hasattr(member, "__code__"):
+                found.append(member)
+        return found
+    return []
+
+
+def claim_text(theorem_name: str, enumeration: Enumeration, variant_name: str) -> str:
+    """What an enumerated entry's decision is a function of, as one text:
+    the domain, the variant and the engine code it runs."""
+    return f"; enumerated {theorem_name} under {variant_name}\n; domain: {enumeration.domain}\n" + (
+        f"; engine code {live_code_digest()}\n"
+    )
+
+
+def certificate(entry) -> dict:
+    """What --report-dir writes for an enumerated entry: no SMT query, the
+    domain and how to decide it again."""
+    return {
+        "theorem": entry.theorem,
+        "variant": entry.variant,
+        "verdict": entry.verdict,
+        "expected": entry.expected,
+        "decided_by": "enumeration, not an SMT query",
+        "domain": entry.enumeration.get("domain", ""),
+        "cases": entry.enumeration.get("cases", 0),
+        "exercised": entry.enumeration.get("exercised", 0),
+        "counterexample": entry.counterexample,
+        "reason": entry.reason,
+        "rerun": entry.reproduce,
+    }
+
+
+def write_certificates(entries, directory: Path) -> list[Path]:
+    written = []
+    for entry in entries:
+        if not entry.enumeration:
+            continue
+        directory.mkdir(parents=True, exist_ok=True)
+        data = certificate(entry)
+        stem = f"{entry.theorem}--{entry.variant.replace(':', '-')}"
+        (directory / f"{stem}.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        lines = [
+            f"{entry.theorem} / {entry.variant}: {entry.verdict} (manifest: {entry.expected})",
+            "decided by enumeration, not an SMT query: the engine model run on every case of the domain",
+            f"domain: {data['domain']}",
+            f"cases: {data['cases']} ({data['exercised']} reaching what the property is about)",
+        ]
+        if entry.counterexample:
+            lines.append("failing case: " + ", ".join(f"{k}={v}" for k, v in entry.counterexample.items()))
+            lines.append(f"why: {entry.reason}")
+        lines.append(f"decide again: {entry.reproduce}")
+        (directory / f"{stem}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        written += [directory / f"{stem}.json", directory / f"{stem}.txt"]
+    return written

@@ -1,0 +1,111 @@
+"""Obligations decided by enumeration (proofs/enumerated.py) and the loop theorems that use them
+(proofs/catalog/loops.py): the verdicts, a refutation's case, and the entry the runner makes."""
+
+from __future__ import annotations
+
+import json
+
+from models.variants import VARIANTS
+from proofs.catalog import CATALOGUE
+from proofs.cli import main
+from proofs.enumerated import Enumeration, Verdict, decide_enumeration, live_code_digest
+from proofs.mutation.handwritten import MUTANTS, in_effect
+from proofs.runner import claim_texts, run_theorem
+from proofs.solver import ERROR, PROVED, REFUTED, VACUOUS
+
+BASELINE = VARIANTS["baseline"]
+
+
+def _cases(_variant):
+    return ({"n": n} for n in range(1, 6))
+
+
+def test_proved_only_when_every_case_holds_and_one_reaches_the_property():
+    holds = Enumeration("n in 1..5", _cases, lambda _v, c: Verdict(exercised=c["n"] == 5))
+    decision = decide_enumeration(holds, BASELINE)
+    assert (decision.verdict, decision.cases, decision.exercised) == (PROVED, 5, 1)
+    never = Enumeration("n in 1..5", _cases, lambda _v, c: Verdict(exercised=False), "n = 6")
+    decision = decide_enumeration(never, BASELINE)
+    assert decision.verdict == VACUOUS and "n = 6" in decision.reason
+
+
+def test_the_first_failing_case_refutes_and_a_raise_is_a_failure():
+    fails = Enumeration("n in 1..5", _cases, lambda _v, c: Verdict("n is 3" if c["n"] == 3 else None))
+    decision = decide_enumeration(fails, BASELINE)
+    assert (decision.verdict, decision.counterexample, decision.reason) == (REFUTED, {"n": 3}, "n is 3")
+
+    def raises(_v, case):
+        return Verdict() if case["n"] < 4 else Verdict(str(1 // (case["n"] - 4)))
+
+    decision = decide_enumeration(Enumeration("n in 1..5", _cases, raises), BASELINE)
+    assert decision.verdict == REFUTED and decision.counterexample == {"n": 4}
+    assert decision.reason == "the engine model raised ZeroDivisionError: integer division or modulo by zero"
+
+
+def test_a_failure_that_does_not_fail_again_is_an_error():
+    answers = iter([Verdict("first"), Verdict()])
+    flaky = Enumeration("n = 1", lambda _v: [{"n": 1}], lambda _v, _c: next(answers))
+    assert decide_enumeration(flaky, BASELINE).verdict == ERROR
+
+
+def test_each_hand_mutant_of_the_loops_is_refuted_with_a_case_that_fails_again():
+    expected = {
+        "prefill-loop-past-end": "prefill-run-is-step-chain",
+        "bounded-run-one-step-more": "prefill-run-bounds",
+        "repeat-up-to-the-end": "prefill-condensed-is-explicit",
+        "repeat-column-not-shifted": "prefill-condensed-is-explicit",
+        "grid-period-without-offload": "grid-period-shift",
+        "restore-takes-smallest": "restore-searches-largest",
+    }
+    for mutant, theorem in expected.items():
+        entry = run_theorem(CATALOGUE[theorem], f"mutant:{mutant}", REFUTED)
+        assert entry.verdict == REFUTED and entry.ok, (mutant, entry.reason)
+        with in_effect(f"mutant:{mutant}") as variant:
+            again = CATALOGUE[theorem].enumeration.check(variant, entry.counterexample)
+        assert again.failure == entry.reason, mutant
+    for mutant, theorem in expected.items():  # and the engine variants pass where the mutants fail
+        assert MUTANTS[mutant].base.name == "pr457-guarded"
+        assert run_theorem(CATALOGUE[theorem], "pr457-guarded", PROVED).verdict == PROVED, theorem
+
+
+def test_an_enumerated_entry_names_its_domain_and_poses_no_query():
+    entry = run_theorem(CATALOGUE["grid-period-shift"], "pr457-guarded", PROVED)
+    assert entry.verdict == PROVED and entry.rlimit == 0 and not entry.queries
+    assert entry.enumeration["domain"] == CATALOGUE["grid-period-shift"].enumeration.domain
+    assert entry.enumeration["cases"] == 4 and entry.source.startswith("proofs/catalog/loops.py:")
+
+
+def test_the_claim_text_follows_the_live_code_so_a_mutant_is_another_cache_key():
+    before = live_code_digest()
+    plain = claim_texts(CATALOGUE["grid-period-shift"], "pr457-guarded")
+    patched = claim_texts(CATALOGUE["grid-period-shift"], "mutant:grid-period-without-offload")
+    assert live_code_digest() == before and plain != patched
+
+
+def test_prove_reports_and_certifies_an_enumerated_refutation(tmp_path, capsys):
+    argv = [
+        "prove",
+        "--theorem",
+        "restore-searches-largest",
+        "--variant",
+        "mutant:restore-takes-smallest",
+        "--json",
+        "--report-dir",
+        str(tmp_path),
+    ]
+    assert main(argv) == 0
+    entry = json.loads(capsys.readouterr().out)["entries"][0]
+    assert entry["verdict"] == "REFUTED" and entry["counterexample"]["geometry"] == "g8"
+    certificate = json.loads(
+        (tmp_path / "enumerated" / f"{entry['theorem']}--mutant-restore-takes-smallest.json").read_text()
+    )
+    assert certificate["decided_by"] == "enumeration, not an SMT query"
+    assert certificate["rerun"] == entry["reproduce"] and certificate["domain"] == entry["enumeration"]["domain"]
+    assert "Bounded" in (tmp_path / "report.md").read_text()
+
+
+def test_mining_an_enumerated_theorem_is_refused_in_one_line(tmp_path, capsys):
+    argv = ["mine", "grid-period-shift", "--variant", "mutant:grid-period-without-offload", "--out", str(tmp_path)]
+    assert main([*argv, "--no-vllm"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "decided by enumeration, not by Z3" in err
