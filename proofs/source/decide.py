@@ -127,13 +127,16 @@ def _values(model: z3.ModelRef, x: dict, subject: Subject) -> dict:
     return values
 
 
-def _attempts(context):
-    return (context.definitions, context.witness_definitions + _uniqueness(context))
+def _attempts(context, extra=()):
+    return (context.definitions + list(extra), context.witness_definitions + _uniqueness(context) + list(extra))
 
 
 def _check_path(context, x, subject, path, value, other, domain, rlimit):
-    goal = z3.Not(_equal(value(path.value), other))
-    return _check(_attempts(context), [*domain, path.formula], goal, _flags(x, subject), rlimit, case_split=True)
+    shipped = value(path.value)
+    goal = z3.Not(_equal(shipped, other))
+    facts = z3.And(*domain, path.formula)
+    extra = subject.lemmas(context, x, facts, shipped, other) if subject.lemmas is not None else ()
+    return _check(_attempts(context, extra), [*domain, path.formula], goal, _flags(x, subject), rlimit, case_split=True)
 
 
 def _flags(x: dict, subject: Subject) -> list:
