@@ -148,9 +148,6 @@ class SymbolicContext:
         other witnesses' definitions."""
         return self._owners_in(terms, follow=True)
 
-    def all_owners(self) -> set[int]:
-        return set(self._owner.values())
-
     def definitions_of(self, owners: set[int]) -> list[z3.BoolRef]:
         return [d for owner, d in self._definitions if owner in owners]
 

@@ -127,8 +127,14 @@ def _values(model: z3.ModelRef, x: dict, subject: Subject) -> dict:
     return values
 
 
-def _attempts(context, extra=()):
-    return (context.definitions + list(extra), context.witness_definitions + _uniqueness(context) + list(extra))
+def _attempts(context, extra=(), read=()):
+    """The definition sets to try in turn. With a subject's lemmas, first
+    only the definitions the query reads, and the lemmas: the lemma families
+    over every witness of every path only widen that search."""
+    attempts = (context.definitions + list(extra), context.witness_definitions + _uniqueness(context) + list(extra))
+    if not extra:
+        return attempts
+    return (context.definitions_of(context.owners_read([*read, *extra])) + list(extra), *attempts)
 
 
 def _check_path(context, x, subject, path, value, other, domain, rlimit):
@@ -136,7 +142,8 @@ def _check_path(context, x, subject, path, value, other, domain, rlimit):
     goal = z3.Not(_equal(shipped, other))
     facts = z3.And(*domain, path.formula)
     extra = subject.lemmas(context, x, facts, shipped, other) if subject.lemmas is not None else ()
-    return _check(_attempts(context, extra), [*domain, path.formula], goal, _flags(x, subject), rlimit, case_split=True)
+    attempts = _attempts(context, extra, read=[facts, goal])
+    return _check(attempts, [*domain, path.formula], goal, _flags(x, subject), rlimit, case_split=True)
 
 
 def _flags(x: dict, subject: Subject) -> list:

@@ -104,19 +104,22 @@ def equivalence_lemmas(
     page = x["attn_page_per_token"]
     blocks = _factors_of(page, [facts, *shipped, *model])
     products = [z3.Implies(u == v, u * page == v * page) for i, u in enumerate(blocks) for v in blocks[i + 1 :]]
-    congruences = _lcm_and_division_facts(context)
     block_equal = shipped[0] == model[0]
+    read = context.owners_read([facts, block_equal])
+    congruences = _lcm_and_division_facts(context, read)
     solver = z3.SimpleSolver()
     solver.set("rlimit", BLOCK_RLIMIT)
-    solver.add(*context.definitions_of(context.owners_read([facts, block_equal, *congruences])), *congruences)
+    solver.add(*context.definitions_of(read), *congruences)
     solver.add(facts, z3.Not(block_equal))
     if solver.check() == z3.unsat:
         return [block_equal, *products]
     return [*congruences, *products]
 
 
-def _lcm_and_division_facts(context: arith.SymbolicContext) -> list[z3.BoolRef]:
-    lcms = context.lcms_of(context.all_owners())
+def _lcm_and_division_facts(context: arith.SymbolicContext, owners: set[int]) -> list[z3.BoolRef]:
+    """Over the lcms and divisions of `owners` (those the path and the
+    block read): the other paths' witnesses only widen the search."""
+    lcms = context.lcms_of(owners)
     facts = []
     for i, (l1, t1) in enumerate(lcms):
         if len(t1) == 2:
@@ -125,7 +128,7 @@ def _lcm_and_division_facts(context: arith.SymbolicContext) -> list[z3.BoolRef]:
         for l2, t2 in lcms[i + 1 :]:
             if len(t1) == len(t2):
                 facts.append(z3.Implies(z3.And(*(a == b for a, b in zip(t1, t2, strict=True))), l1 == l2))
-    divisions = context.divisions_of(context.all_owners())
+    divisions = context.divisions_of(owners)
     for i, (x1, d1, q1, r1) in enumerate(divisions):
         for x2, d2, q2, r2 in divisions[i + 1 :]:
             facts.append(z3.Implies(z3.And(x1 == x2, d1 == d2, d1 != 0), z3.And(q1 == q2, r1 == r2)))
