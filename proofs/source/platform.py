@@ -91,7 +91,8 @@ def equivalence_lemmas(
     flag at once), the shipped code one per path over the branch taken
     (`lcm(max(K0, 128), A)`, or `K` alone when the 1 is dropped): arith's lcm
     is a fresh term per argument list, so the two are equal only by
-    congruence (equal arguments, equal lcm) and by `lcm(a, 1) == a`. The
+    congruence (equal arguments, equal lcm) and by `lcm(a, 1) == a` for a
+    positive `a`. The
     divisions by `K * Pa` differ the same way: a floor division is unique,
     so equal dividends over equal nonzero divisors have equal quotients and
     remainders (every pair: the lists are short here). Those facts are
@@ -123,7 +124,8 @@ def _lcm_and_division_facts(context: arith.SymbolicContext, owners: set[int]) ->
     facts = []
     for i, (l1, t1) in enumerate(lcms):
         if len(t1) == 2:
-            facts += [z3.Implies(t1[1] == 1, l1 == t1[0]), z3.Implies(t1[0] == 1, l1 == t1[1])]
+            a, b = t1
+            facts += [z3.Implies(z3.And(b == 1, a > 0), l1 == a), z3.Implies(z3.And(a == 1, b > 0), l1 == b)]
         facts.append(z3.Implies(z3.And(*(t > 0 for t in t1)), z3.And(*(l1 >= t for t in t1))))
         for l2, t2 in lcms[i + 1 :]:
             if len(t1) == len(t2):
