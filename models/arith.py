@@ -147,6 +147,22 @@ class SymbolicContext:
                     stack += [t.as_ast() for t in self._reads[owner]]
         return owners, found_inputs
 
+    def owners_read(self, terms: list[z3.ExprRef]) -> set[int]:
+        """The owners of the witnesses `terms` read, directly or through
+        other witnesses' definitions."""
+        return self._owners_in(terms, follow=True)
+
+    def definitions_of(self, owners: set[int]) -> list[z3.BoolRef]:
+        return [d for owner, d in self._definitions if owner in owners]
+
+    def divisions_of(self, owners: set[int]) -> list[tuple[z3.ArithRef, z3.ArithRef, z3.ArithRef, z3.ArithRef]]:
+        """(dividend, divisor, quotient, remainder) of the witnessed divisions those owners own."""
+        return [w for w in self._witnessed if w[2].get_id() in owners]
+
+    def lcms_of(self, owners: set[int]) -> list[tuple[z3.ArithRef, tuple[z3.ExprRef, ...]]]:
+        """(lcm, its terms) of the lcms those owners own."""
+        return [(m, self._reads[m.get_id()]) for m in self._lcms.values() if m.get_id() in owners]
+
     def _kept(self, *terms: z3.ExprRef) -> bool:
         return self._reached is None or self._owners_in(list(terms), follow=False) <= self._reached
 

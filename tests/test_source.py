@@ -300,3 +300,54 @@ def test_the_command_reports_the_state_columns(capsys):
     assert {name: e["verdict"] for name, e in functions.items()} == dict.fromkeys(names, PROVED)
     assert functions["state_columns"]["qualname"] == "vllm.v1.worker.mamba_utils.preprocess_mamba"
     assert functions["state_columns"]["returned"] == 8
+
+
+PLATFORM = "platforms/interface.py"
+
+
+def _platform_tree(tmp_path: Path, old: str, new: str) -> VllmSource:
+    """A vLLM tree holding the installed platforms/interface.py with `old`
+    replaced by `new`, and the files `_align_hybrid_block_size` imports from."""
+    root = tmp_path / "vllm"
+    for relative in (PLATFORM, "model_executor/layers/mamba/abstract.py", "utils/math_utils.py"):
+        target = root / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(Path(INSTALLED.filename("vllm." + relative[:-3].replace("/", "."))), target)
+    (root / "v1").mkdir()
+    text = (root / PLATFORM).read_text()
+    assert text.count(old) == 1
+    (root / PLATFORM).write_text(text.replace(old, new))
+    return VllmSource.from_path(str(tmp_path))
+
+
+def test_the_block_size_resolution_is_proved_equivalent_and_its_assert_unreachable():
+    result = report.check(INSTALLED, ("block_size_resolution",), progress=False, theorems=False)
+    entry = result["functions"]["block_size_resolution"]
+    assert entry["verdict"] == PROVED, entry.get("reason")
+    assert entry["returned"] >= 40 and entry["raised"] == 0
+    asserts = [s for s in entry["crash_sites"] if s["kind"] == "assert"]
+    assert asserts and all(s["verdict"] == PROVED and s["branch_points"] > 0 for s in asserts)
+
+
+BLOCK_FAULTS = {
+    "floor instead of ceiling": (
+        "cdiv(\n            attn_block_size, backend_block_alignment\n        )",
+        "(attn_block_size // backend_block_alignment)",
+    ),
+    "checkpoint alignment dropped from the lcm": (
+        "get_mamba_prefill_checkpoint_alignment(vllm_config) or 1,",
+        "1,",
+    ),
+}
+
+
+@pytest.mark.parametrize("fault", sorted(BLOCK_FAULTS))
+def test_a_broken_block_size_resolution_is_refuted_with_an_input_that_replays(tmp_path, fault):
+    functions = ShippedFunctions(Loader(_platform_tree(tmp_path, *BLOCK_FAULTS[fault])))
+    subject = SUBJECTS["block_size_resolution"]
+    verdict = equivalence(subject, functions)
+    assert verdict.verdict == REFUTED, verdict.reason
+    shipped_value, model_value = verdict.values
+    assert shipped_value != model_value
+    assert subject.shipped(functions, verdict.counterexample) == shipped_value
+    assert subject.model(verdict.counterexample) == model_value

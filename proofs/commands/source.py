@@ -23,7 +23,7 @@ def add_parser(sub) -> None:
         "--function",
         choices=FUNCTIONS,
         action="append",
-        help="only this function (repeatable; block_size_resolution runs only when named)",
+        help="only this function (repeatable)",
     )
     parser.add_argument("--json", action="store_true", help="the result as JSON")
     parser.add_argument("--no-theorems", action="store_true", help="skip the split theorems on the shipped split")

@@ -127,17 +127,27 @@ def _values(model: z3.ModelRef, x: dict, variables) -> dict:
     return values
 
 
-def _attempts(context):
-    """The witness definitions with the uniqueness lemmas first: on 0.33.0
-    they decide every path the lemma families do, in a tenth of the time
-    (the families made most of the split's paths take 0.1 to 1 s, a few
-    near the budget)."""
-    return (context.witness_definitions + _uniqueness(context), context.definitions)
+def _attempts(context, extra=(), read=()):
+    """The definition sets to try in turn: the witness definitions with the
+    uniqueness lemmas first, which on 0.33.0 decide every path the lemma
+    families do, in a tenth of the time (the families made most of the
+    split's paths take 0.1 to 1 s, a few near the budget). With a subject's
+    lemmas, first only the definitions the query reads, and the lemmas: the
+    lemma families over every witness of every path only widen that search."""
+    extra = list(extra)
+    attempts = (context.witness_definitions + _uniqueness(context) + extra, context.definitions + extra)
+    if not extra:
+        return attempts
+    return (context.definitions_of(context.owners_read([*read, *extra])) + extra, *attempts)
 
 
 def _check_path(context, x, subject, path, value, other, domain, rlimit):
-    goal = z3.Not(_equal(value(path.value), other))
-    return _check(_attempts(context), [*domain, path.formula], goal, _flags(x, subject), rlimit, case_split=True)
+    shipped = value(path.value)
+    goal = z3.Not(_equal(shipped, other))
+    facts = z3.And(*domain, path.formula)
+    extra = subject.lemmas(context, x, facts, shipped, other) if subject.lemmas is not None else ()
+    attempts = _attempts(context, extra, read=[facts, goal])
+    return _check(attempts, [*domain, path.formula], goal, _flags(x, subject), rlimit, case_split=True)
 
 
 def _flags(x: dict, subject: Subject) -> list:

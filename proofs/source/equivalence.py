@@ -30,6 +30,7 @@ from proofs.catalog.base import (
 from proofs.catalog.config import CONFIG_VARS, config_domain, config_inputs
 from proofs.solver import Claim, Var
 from proofs.source import resume
+from proofs.source.platform import equivalence_lemmas
 
 _domain: contextvars.ContextVar[tuple] = contextvars.ContextVar("gridproof_source_domain", default=())
 
@@ -58,6 +59,9 @@ class Subject:
     domain: Callable[[dict], dict[str, object]]
     model: Callable[[dict], object]
     shipped: Callable[[object, dict], object]  # (ShippedFunctions, inputs) -> value
+    # valid facts about the witnesses both readings built, for deciding a path:
+    # (context, inputs, the path's condition, its shipped value, the model's) -> facts
+    lemmas: Callable[[arith.SymbolicContext, dict, object, object, object], list] | None = None
 
     def formula(self, left, right=None) -> Callable:
         """model == left, or left == right (two releases)."""
@@ -158,6 +162,7 @@ SUBJECTS = {
         config_domain,
         lambda x: _resolved(resolve(BASELINE, config_inputs(x))),
         lambda f, x: f.block_size_resolution(config_inputs(x)),
+        equivalence_lemmas,
     ),
     "state_columns": Subject(
         "state_columns",

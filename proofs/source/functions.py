@@ -41,12 +41,14 @@ class ShippedFunctions:
             self._loaded[name] = self.loader.load(module, qualname, kernel=name in KERNELS)
         return self._loaded[name]
 
-    def _call(self, name: str, symbolic: bool, make_call, value=term):
+    def _call(self, name: str, symbolic: bool, make_call, value=term, lemmas=None):
         function = self.loaded(name).function
         from proofs.source.equivalence import current_domain
 
         run = lambda: make_call(function)  # noqa: E731
-        return symbolic_or_concrete(run, self.loader.files, symbolic, value=value, domain=current_domain())
+        return symbolic_or_concrete(
+            run, self.loader.files, symbolic, value=value, domain=current_domain(), lemmas=lemmas
+        )
 
     def checkpoint_position(self, num_tokens, block, drop_eagle_block, lookahead=0):
         return self._call(
@@ -102,7 +104,9 @@ class ShippedFunctions:
         def value(resolved):
             return tuple(term(v) for v in resolved)
 
-        return self._call("block_size_resolution", _symbolic(*vars(c).values()), run, value)
+        symbolic = _symbolic(*vars(c).values())
+        lemmas = platform.page_lemmas(c) if symbolic else None
+        return self._call("block_size_resolution", symbolic, run, value, lemmas)
 
     def state_columns(self, computed, scheduled, cadence, spec_blocks, accepted, stale, resumed, fused):
         """`preprocess_mamba` for one request (proofs/source/resume.py):

@@ -21,6 +21,9 @@ import z3
 from models import arith
 
 CHECK_RLIMIT = 2_000_000  # per feasibility check
+# per pruned check: small queries; a larger budget let one nonlinear check
+# of the page assert run for minutes (Z3 checks the limit coarsely there)
+PRUNED_RLIMIT = 200_000
 MAX_PATHS = 20_000
 
 _oracle: contextvars.ContextVar[_Oracle | None] = contextvars.ContextVar("gridproof_path_oracle", default=None)
@@ -85,11 +88,26 @@ class _Infeasible(Exception):
     check was undecided): the path does not exist."""
 
 
+# A function's lemma provider: (context, owners) -> valid facts about the
+# witnesses of those owners (proofs/source/platform.py: page_lemmas).
+Lemmas = Callable[[arith.SymbolicContext, set[int]], list[z3.BoolRef]]
+
+
 class _Feasibility:
     """One solver for the whole exploration: the assumptions and the witness
-    definitions at its base, each path condition as tracked literals."""
+    definitions at its base, each path condition as tracked literals.
 
-    def __init__(self, assumptions: list[z3.BoolRef], context: arith.SymbolicContext) -> None:
+    With `lemmas`, each check is a fresh solver holding only the definitions
+    the path and the condition read (exact: a witness nothing mentions can
+    satisfy its definition) and the lemmas about them. The one solver keeps
+    every witness of every path, and a nonlinear definition no path here
+    reads made most of `_align_hybrid_block_size`'s checks end unknown."""
+
+    def __init__(
+        self, assumptions: list[z3.BoolRef], context: arith.SymbolicContext, lemmas: Lemmas | None = None
+    ) -> None:
+        self.assumptions = assumptions
+        self.lemmas = lemmas
         self.solver = z3.SimpleSolver()
         self.solver.set("arith.nl.grobner", False)
         for a in assumptions:
@@ -113,6 +131,8 @@ class _Feasibility:
         simplified = z3.simplify(condition)
         if z3.is_false(simplified):
             return z3.unsat
+        if self.lemmas is not None:
+            return self._pruned(path, condition)
         definitions = self.context.witness_definitions
         for d in definitions[self._defined :]:
             self.solver.add(d)
@@ -120,6 +140,15 @@ class _Feasibility:
         self.solver.set("rlimit", CHECK_RLIMIT)
         self.checks += 1
         return self.solver.check(*(self.literal(c) for c in path), self.literal(condition))
+
+    def _pruned(self, path: list[z3.BoolRef], condition: z3.BoolRef) -> z3.CheckSatResult:
+        owners = self.context.owners_read([*path, condition])
+        solver = z3.SimpleSolver()
+        solver.set("rlimit", PRUNED_RLIMIT)
+        solver.add(*self.assumptions, *self.context.definitions_of(owners), *self.lemmas(self.context, owners))
+        solver.add(*path, condition)
+        self.checks += 1
+        return solver.check()
 
 
 class _Oracle:
@@ -205,14 +234,16 @@ def explore(
     files: set[str],
     assumptions: list[z3.BoolRef] = (),
     max_paths: int = MAX_PATHS,
+    lemmas: Lemmas | None = None,
 ) -> Exploration:
     """Every feasible path of `run()`, which must be deterministic given the
     oracle's answers (it rebuilds its stand-ins each time). `classify` maps
     an exception to ("raise" | "refused", file, line), or None to let it
     propagate. `files`: the source files whose lines name branch sites.
+    `lemmas`: valid facts about the witnesses, for the feasibility checks.
     Must be called inside an `arith.symbolic_context()`."""
     context = arith._context()
-    feasibility = _Feasibility(list(assumptions), context)
+    feasibility = _Feasibility(list(assumptions), context, lemmas)
     exploration = Exploration()
     stack: list[list[bool]] = [[]]
     while stack:

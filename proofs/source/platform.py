@@ -19,6 +19,8 @@ from __future__ import annotations
 import contextlib
 import math
 
+import z3
+
 from models import arith
 from models.config import ConfigInputs
 from proofs.source import paths
@@ -49,6 +51,106 @@ class _QuietLogger:
 class MultipleOf:
     """vLLM's kernel block size constraint class; the stand-in backends
     list plain sizes, so no size is an instance of it."""
+
+
+def page_lemmas(c: ConfigInputs):
+    """Valid facts for the method's feasibility checks (paths.explore).
+
+    Its assert, `block_size * Pa >= Pm`, holds because the block is a
+    multiple of Bb at least K * cdiv(Pm, K * Pa): a product of a division's
+    quotient with the page. Z3's nonlinear arithmetic does not multiply a
+    definition by a factor, so each division's definition is handed over
+    multiplied by the page, `x * Pa == q * d * Pa + r * Pa`, with the sign of
+    `r * Pa`; what is left is linear in those products. And an lcm of
+    positive terms is at least each of them (the lcm in the divisor)."""
+    page = term(wrap(c.attn_page_per_token))
+
+    def lemmas(context: arith.SymbolicContext, owners: set[int]) -> list[z3.BoolRef]:
+        facts = []
+        for x, d, q, r in context.divisions_of(owners):
+            facts.append(x * page == q * d * page + r * page)
+            facts.append(z3.Implies(z3.And(d > 0, page >= 0), r * page >= 0))
+        for result, terms in context.lcms_of(owners):
+            facts.append(z3.Implies(z3.And(*(t > 0 for t in terms)), z3.And(*(result >= t for t in terms))))
+        return facts
+
+    return lemmas
+
+
+BLOCK_RLIMIT = 1_000_000
+
+
+def equivalence_lemmas(
+    context: arith.SymbolicContext, x: dict, facts: z3.BoolRef, shipped: tuple, model: tuple
+) -> list[z3.BoolRef]:
+    """Facts that let the model's reading and the shipped one meet on a
+    path (`facts`: the domain and the path's condition).
+
+    First the resolved block, proved equal here as a lemma. The model
+    computes one lcm over if-then-else terms (`lcm(K, A or 1)` for every
+    flag at once), the shipped code one per path over the branch taken
+    (`lcm(max(K0, 128), A)`, or `K` alone when the 1 is dropped): arith's lcm
+    is a fresh term per argument list, so the two are equal only by
+    congruence (equal arguments, equal lcm) and by `lcm(a, 1) == a` for a
+    positive `a`. The
+    divisions by `K * Pa` differ the same way: a floor division is unique,
+    so equal dividends over equal nonzero divisors have equal quotients and
+    remainders (every pair: the lists are short here). Those facts are
+    valid for the true lcm and the true quotients.
+
+    Then the padded page, each reading's block times the page per token:
+    equal blocks give equal pages (Z3 does not multiply an equality's
+    sides). With the block proved, the page needs none of the facts above,
+    which only widen its search (it ran out of budget with them)."""
+    page = x["attn_page_per_token"]
+    blocks = _factors_of(page, [facts, *shipped, *model])
+    products = [z3.Implies(u == v, u * page == v * page) for i, u in enumerate(blocks) for v in blocks[i + 1 :]]
+    block_equal = shipped[0] == model[0]
+    read = context.owners_read([facts, block_equal])
+    congruences = _lcm_and_division_facts(context, read)
+    solver = z3.SimpleSolver()
+    solver.set("rlimit", BLOCK_RLIMIT)
+    solver.add(*context.definitions_of(read), *congruences)
+    solver.add(facts, z3.Not(block_equal))
+    if solver.check() == z3.unsat:
+        return [block_equal, *products]
+    return [*congruences, *products]
+
+
+def _lcm_and_division_facts(context: arith.SymbolicContext, owners: set[int]) -> list[z3.BoolRef]:
+    """Over the lcms and divisions of `owners` (those the path and the
+    block read): the other paths' witnesses only widen the search."""
+    lcms = context.lcms_of(owners)
+    facts = []
+    for i, (l1, t1) in enumerate(lcms):
+        if len(t1) == 2:
+            a, b = t1
+            facts += [z3.Implies(z3.And(b == 1, a > 0), l1 == a), z3.Implies(z3.And(a == 1, b > 0), l1 == b)]
+        facts.append(z3.Implies(z3.And(*(t > 0 for t in t1)), z3.And(*(l1 >= t for t in t1))))
+        for l2, t2 in lcms[i + 1 :]:
+            if len(t1) == len(t2):
+                facts.append(z3.Implies(z3.And(*(a == b for a, b in zip(t1, t2, strict=True))), l1 == l2))
+    divisions = context.divisions_of(owners)
+    for i, (x1, d1, q1, r1) in enumerate(divisions):
+        for x2, d2, q2, r2 in divisions[i + 1 :]:
+            facts.append(z3.Implies(z3.And(x1 == x2, d1 == d2, d1 != 0), z3.And(q1 == q2, r1 == r2)))
+    return facts
+
+
+def _factors_of(page: z3.ArithRef, terms: list) -> list[z3.ArithRef]:
+    """The other factor of every product `block * page` within `terms`."""
+    found, seen, stack = [], set(), [t for t in terms if isinstance(t, z3.ExprRef)]
+    while stack:
+        t = stack.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if z3.is_mul(t) and t.num_args() >= 2 and any(a.eq(page) for a in t.children()):
+            rest = [a for a in t.children() if not a.eq(page)]
+            if rest:
+                found.append(rest[0] if len(rest) == 1 else z3.Product(*rest))
+        stack.extend(t.children())
+    return found
 
 
 def _layers_of(vllm_config, _layer_type):
@@ -118,13 +220,11 @@ def resolution_call(c: ConfigInputs):
     layer = StandIn("the Mamba layer", get_prefill_checkpoint_alignment=lambda: optional(c.checkpoint_alignment))
     config = StandIn(
         "vllm_config",
-        cache_config=StandIn(
-            "cache_config",
+        cache_config=_CacheConfig(
+            {"mamba_block_size": c.mamba_block_size, "mamba_page_size_padded": c.mamba_page_size_padded},
             cache_dtype="auto",
             block_size=c.block_size,
             mamba_cache_mode=mode,
-            mamba_block_size=optional(c.mamba_block_size),
-            mamba_page_size_padded=optional(c.mamba_page_size_padded),
             kv_cache_dtype_skip_layers=None,
         ),
         model_config=StandIn(
@@ -143,9 +243,34 @@ def resolution_call(c: ConfigInputs):
     return platform, config, _backend("the selected backend", c.kernel_min)
 
 
+class _CacheConfig(StandIn):
+    """The cache config, whose optional sizes (the model's 0 is None) become
+    None or a size when the method first reads them: taken at construction,
+    the two forks doubled and redoubled every path of a method that mostly
+    writes them."""
+
+    def __init__(self, optional_sizes: dict[str, object], **fields: object) -> None:
+        super().__init__("cache_config", **fields)
+        object.__setattr__(self, "_optional", optional_sizes)
+
+    def __getattr__(self, name: str):
+        if name not in self._optional:
+            return super().__getattr__(name)
+        value = optional(self._optional[name])
+        object.__setattr__(self, name, value)  # read, not written
+        return value
+
+    def on_exit(self, name: str) -> object:
+        """The field after the call, the model's 0 for None: an unread,
+        unwritten optional is the input as it came."""
+        if name in self._writes or name in vars(self):
+            value = getattr(self, name)
+            return 0 if value is None else value
+        return wrap(self._optional[name]) if name in self._optional else getattr(self, name)
+
+
 def resolved(vllm_config) -> tuple:
     """(block_size, mamba_block_size, mamba_page_size_padded) after the call,
     None written as the model's 0."""
     cache = vllm_config.cache_config
-    values = (cache.block_size, cache.mamba_block_size, cache.mamba_page_size_padded)
-    return tuple(0 if v is None else v for v in values)
+    return tuple(cache.on_exit(name) for name in ("block_size", "mamba_block_size", "mamba_page_size_padded"))

@@ -94,23 +94,25 @@ def _ite(condition, then, otherwise):
     return z3.If(condition, then, otherwise)
 
 
-def explore(run: Callable[[], object], files: set[str], value=term, assumptions=()) -> Reading:
+def explore(run: Callable[[], object], files: set[str], value=term, assumptions=(), lemmas=None) -> Reading:
     """Explore `run` and refuse (UnknownReading) if any path was refused."""
-    exploration = paths.explore(run, classify(files), files, assumptions=list(assumptions))
+    exploration = paths.explore(run, classify(files), files, assumptions=list(assumptions), lemmas=lemmas)
     if exploration.refused:
         first = exploration.refused[0]
         raise UnknownReading(describe(first))
     return Reading(exploration, value)
 
 
-def symbolic_or_concrete(run: Callable[[], object], files: set[str], symbolic: bool, value=term, domain=()):
+def symbolic_or_concrete(
+    run: Callable[[], object], files: set[str], symbolic: bool, value=term, domain=(), lemmas=None
+):
     """Concretely: the code's own result. Symbolically: the reading's term,
     explored under `domain` (owed as obligations), with every raising path's
-    negation added to the context's obligations."""
+    negation added to the context's obligations. `lemmas`: see paths.explore."""
     if not symbolic:
         return run()
     assumptions = [d for d in domain if isinstance(d, z3.BoolRef)]
-    reading = explore(run, files, value, assumptions)
+    reading = explore(run, files, value, assumptions, lemmas)
     context = arith._context()
     context.obligations.extend(assumptions)
     for path in reading.exploration.raised:

@@ -16,10 +16,7 @@ from proofs.source.functions import TARGETS, ShippedFunctions
 from proofs.source.loader import Loader, VllmSource
 
 FUNCTIONS = tuple(SUBJECTS)
-# Run when named with --function only: its exploration (136 paths, each
-# branch a nonlinear feasibility check over page sizes) takes minutes.
-ON_REQUEST = ("block_size_resolution",)
-DEFAULT_FUNCTIONS = tuple(name for name in FUNCTIONS if name not in ON_REQUEST)
+DEFAULT_FUNCTIONS = FUNCTIONS
 
 
 def _present(functions: ShippedFunctions, name: str) -> bool:
