@@ -293,6 +293,24 @@ def test_an_earlier_release_seeds_the_column_in_attention_blocks():
     assert functions.seeded_state_column(x["computed"], x["cadence"], x["block"]) == (x["computed"] - 1) // x["block"]
 
 
+@pytest.mark.parametrize("version", ["0.32.0", "0.31.0"])
+def test_an_earlier_block_size_resolution_differs_on_an_input_it_replays(version):
+    """Each release resolves another block than 0.33.0 on some input
+    (docs/source-executor.md): refuted on an input that its own method, run
+    concretely, replays."""
+    wheel = cached_wheel(version)
+    if wheel is None:
+        pytest.skip(f"no vLLM {version} wheel cached: pip download vllm=={version} --no-deps -d {WHEEL_CACHE}")
+    functions = ShippedFunctions(Loader(VllmSource(f"vLLM {version}", wheel=wheel)))
+    subject = SUBJECTS["block_size_resolution"]
+    verdict = equivalence(subject, functions)
+    assert verdict.verdict == REFUTED, verdict.reason
+    shipped_value, model_value = verdict.values
+    assert shipped_value != model_value
+    assert subject.shipped(functions, verdict.counterexample) == shipped_value
+    assert subject.model(verdict.counterexample) == model_value
+
+
 def test_the_command_reports_the_state_columns(capsys):
     names = ["state_columns", "seeded_state_column", "advanced_state_column"]
     assert main(["source", *(f"--function={name}" for name in names), "--json"]) == 0

@@ -226,6 +226,9 @@ def resolution_call(c: ConfigInputs):
             block_size=c.block_size,
             mamba_cache_mode=mode,
             kv_cache_dtype_skip_layers=None,
+            # Releases before 0.33.0 keep a resolved mamba_block_size beside this flag; the model's
+            # input is the user's value or None, so the flag is always set.
+            user_specified_mamba_block_size=True,
         ),
         model_config=StandIn(
             "model_config",
@@ -239,7 +242,12 @@ def resolution_call(c: ConfigInputs):
         compilation_config=StandIn("compilation_config", static_forward_context={"mamba": layer}),
     )
     non_ssm = [_backend("a non-SSM backend", c.backend_alignment)]
-    platform = StandIn("the platform (cls)", _find_non_ssm_backends=lambda _config: non_ssm)
+    # Releases before 0.33.0 ask for a sparse indexer's block multiple: the base Platform has none (None).
+    platform = StandIn(
+        "the platform (cls)",
+        _find_non_ssm_backends=lambda _config: non_ssm,
+        _get_indexer_block_alignment=lambda _config: None,
+    )
     return platform, config, _backend("the selected backend", c.kernel_min)
 
 
