@@ -112,8 +112,9 @@ def render(results, figures: dict) -> str:
     lines += [
         "",
         f"{figures['generated']} mutants: {figures['killed']} killed ({figures['killed_by_reference']} by a "
-        f"comparison with 0.33.0, {figures['killed_by_error']} by an ERROR), {figures['equivalent']} proved "
-        f"equivalent, {figures['gaps']} gaps; score {score} = killed / (generated - equivalent); "
+        f"comparison with 0.33.0, {figures['killed_by_error']} by an ERROR or the model raising), "
+        f"{figures['equivalent']} proved equivalent, {figures['gaps']} gaps; "
+        f"score {score} = killed / (generated - equivalent); "
         f"{figures['seconds']} s",
     ]
     return "\n".join(lines)
