@@ -293,6 +293,18 @@ def test_an_earlier_release_seeds_the_column_in_attention_blocks():
     assert functions.seeded_state_column(x["computed"], x["cadence"], x["block"]) == (x["computed"] - 1) // x["block"]
 
 
+def _assert_block_size_refuted_on_a_replayed_input(functions: ShippedFunctions) -> None:
+    """REFUTED, on an input where the shipped method run concretely and the
+    model give the two values the verdict reports, and they differ."""
+    subject = SUBJECTS["block_size_resolution"]
+    verdict = equivalence(subject, functions)
+    assert verdict.verdict == REFUTED, verdict.reason
+    shipped_value, model_value = verdict.values
+    assert shipped_value != model_value
+    assert subject.shipped(functions, verdict.counterexample) == shipped_value
+    assert subject.model(verdict.counterexample) == model_value
+
+
 @pytest.mark.parametrize("version", ["0.32.0", "0.31.0"])
 def test_an_earlier_block_size_resolution_differs_on_an_input_it_replays(version):
     """Each release resolves another block than 0.33.0 on some input
@@ -302,13 +314,7 @@ def test_an_earlier_block_size_resolution_differs_on_an_input_it_replays(version
     if wheel is None:
         pytest.skip(f"no vLLM {version} wheel cached: pip download vllm=={version} --no-deps -d {WHEEL_CACHE}")
     functions = ShippedFunctions(Loader(VllmSource(f"vLLM {version}", wheel=wheel)))
-    subject = SUBJECTS["block_size_resolution"]
-    verdict = equivalence(subject, functions)
-    assert verdict.verdict == REFUTED, verdict.reason
-    shipped_value, model_value = verdict.values
-    assert shipped_value != model_value
-    assert subject.shipped(functions, verdict.counterexample) == shipped_value
-    assert subject.model(verdict.counterexample) == model_value
+    _assert_block_size_refuted_on_a_replayed_input(functions)
 
 
 def test_the_command_reports_the_state_columns(capsys):
@@ -362,10 +368,4 @@ BLOCK_FAULTS = {
 @pytest.mark.parametrize("fault", sorted(BLOCK_FAULTS))
 def test_a_broken_block_size_resolution_is_refuted_with_an_input_that_replays(tmp_path, fault):
     functions = ShippedFunctions(Loader(_platform_tree(tmp_path, *BLOCK_FAULTS[fault])))
-    subject = SUBJECTS["block_size_resolution"]
-    verdict = equivalence(subject, functions)
-    assert verdict.verdict == REFUTED, verdict.reason
-    shipped_value, model_value = verdict.values
-    assert shipped_value != model_value
-    assert subject.shipped(functions, verdict.counterexample) == shipped_value
-    assert subject.model(verdict.counterexample) == model_value
+    _assert_block_size_refuted_on_a_replayed_input(functions)

@@ -163,6 +163,21 @@ def _solver(definitions, rlimit: int) -> z3.Solver:
     return solver
 
 
+def _first_decided(attempts, facts, goal):
+    """A model or unsat from the first of the (definitions, rlimit) attempts
+    that decides `facts` with `goal`, tried in turn; None when none does. A
+    lazy iterable builds each set of definitions only when it is tried."""
+    for definitions, rlimit in attempts:
+        solver = _solver(definitions, rlimit)
+        solver.add(*facts, goal)
+        answer = solver.check()
+        if answer == z3.sat:
+            return solver.model()
+        if answer == z3.unsat:
+            return z3.unsat
+    return None
+
+
 def _check(attempts, facts, goal, flags, rlimit, case_split=False, direct=True):
     """unsat, a model, or None (undecided). Each set of definitions in turn;
     then, if `case_split`, with the first set, case by case over the Bool
@@ -171,16 +186,9 @@ def _check(attempts, facts, goal, flags, rlimit, case_split=False, direct=True):
     stay unknown without it. Facts are asserted, not passed as assumptions:
     Z3 preprocesses assertions only, and as assumptions most of the split's
     paths went undecided. `direct=False` goes to the case split at once."""
-    for definitions in attempts if direct else ():
-        solver = _solver(definitions, rlimit)
-        solver.add(*facts, goal)
-        answer = solver.check()
-        if answer == z3.sat:
-            return solver.model()
-        if answer == z3.unsat:
-            return z3.unsat
-    if not case_split:
-        return None
+    answer = _first_decided(((d, rlimit) for d in attempts), facts, goal) if direct else None
+    if answer is not None or not case_split:
+        return answer
     for values in itertools.product((False, True), repeat=len(flags)):
         substitution = list(zip(flags, map(z3.BoolVal, values), strict=True))
         solver = _solver(attempts[0], rlimit)

@@ -24,7 +24,7 @@ from proofs.catalog.split import VARS, ends_by_next_multiple, lemma_hypothesis, 
 from proofs.solver import PROVED, REFUTED, UNKNOWN, VACUOUS, replay, symbolic_inputs
 from proofs.source import reading
 from proofs.source.cases import split_cases
-from proofs.source.decide import Verdict, _check, _flags, _solver, _uniqueness, _values
+from proofs.source.decide import Verdict, _check, _first_decided, _flags, _solver, _uniqueness, _values
 from proofs.source.equivalence import SUBJECTS, exploring_under
 
 # The split's theorems whose statement reads only the split's result
@@ -192,17 +192,13 @@ def _first_answer(context, facts, negated, flags, rlimit):
     with the lemma families; then those and the uniqueness lemmas, case by
     case over the Bool inputs. Built when tried: the lemma families and the
     uniqueness lemmas cost more to build than most cases take to decide."""
-    for definitions, budget in (
+    attempts = (
         (lambda: context.witness_definitions, WITNESS_RLIMIT),
         (lambda: context.definitions, rlimit),
-    ):
-        solver = _solver(definitions(), budget)
-        solver.add(*facts, negated)
-        answer = solver.check()
-        if answer == z3.sat:
-            return solver.model()
-        if answer == z3.unsat:
-            return z3.unsat
+    )
+    answer = _first_decided(((definitions(), budget) for definitions, budget in attempts), facts, negated)
+    if answer is not None:
+        return answer
     definitions = context.definitions + _uniqueness(context)
     return _check((definitions,), facts, negated, flags, rlimit, case_split=True, direct=False)
 
