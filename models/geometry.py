@@ -76,6 +76,11 @@ class Geometry:
     description: str = ""
     source: str = field(default="", compare=False)
 
+    @property
+    def label(self) -> str:
+        """How messages name it: the file it was read from, else its name."""
+        return self.source or self.name
+
     def of_kind(self, kind: str) -> tuple[CacheGroup, ...]:
         return tuple(g for g in self.groups if g.kind == kind)
 

@@ -156,13 +156,13 @@ def run_prefill(
     steps, as the catalogue's bounded unrolling does; otherwise a prefill that
     needs more than `max_steps` explicit steps is an error.
 
-    A prefill of more than `condense_beyond` steps (None: never) is condensed:
-    once the budget is settled, far enough from the request's end that no stop
-    near it is in reach, the step reads the position only through its residues
-    modulo the grid sizes of the plan. When a chunk starts at the same residue
-    modulo their lcm as an earlier one, the chunks between repeat exactly up to
-    that distance from the end, and the run jumps there (`Trace.repeat`) and
-    steps on to the end."""
+    A prefill that would resume stepping beyond step `condense_beyond` (None:
+    never condense) is condensed. Once the budget is settled, a chunk that
+    starts at the same residue modulo `grid_period` as an earlier one closes a
+    candidate cycle; the cycle is repeated as many times as the steps taken
+    from its repetitions' starts reproduce it, within the prompt
+    (`_repetitions`), and the run jumps past them (`Trace.repeat`) and steps on
+    to the end."""
     budgets = [budgets] if isinstance(budgets, int) else list(budgets)
     if not budgets:
         raise BudgetError("budget: at least one value is needed")
@@ -173,62 +173,90 @@ def run_prefill(
     prompt = request.prompt_tokens if prompt_tokens is None else prompt_tokens
     outputs = request.output_tokens if output_tokens is None else output_tokens
     tokens = prompt + outputs
-    trace = Trace(plan=plan)
-    grid = grid_period(plan)
-    # Every stop near the end (last cacheable position, its EAGLE conversion, the prompt's hash tail)
-    # lies within three grids and the lookahead of it.
-    far = min(prompt, tokens - 1) - (4 * grid + 2 * max(budgets) + plan.split.lookahead + 2)
-    # Condensing reads the model's split only: another split function (the real one) is run step by step.
-    condense = condense_beyond is not None and steps is None and split_function is None
-    seen: dict[int, tuple[int, int]] | None = {} if condense else None
-    computed = 0
-    step = 0
-    while computed < prefill_end(prompt, tokens) and (steps is None or step < steps):
-        if len(trace.chunks) >= max_steps:
-            raise BudgetError(
-                f"{plan.geometry.source or plan.geometry.name}: a prefill of {tokens:,} tokens takes more than "
-                f"{max_steps:,} steps without repeating (grid {grid:,}); too long to simulate step by step"
-            )
-        if seen is not None and step >= len(budgets) - 1 and computed <= far:
-            residue = computed % grid
-            if residue in seen:
-                first, start = seen[residue]
-                advance, length = computed - start, len(trace.chunks) - first
-                times = (far - computed) // advance
-                if times > 0 and step + times * length > condense_beyond:
-                    trace.repeat = Repeat(first=first, length=length, times=times, tokens=advance)
-                    computed += times * advance
-                    step += times * length
-                    seen = None
-                    continue
-            else:
-                seen[residue] = (len(trace.chunks), computed)
+    settled = len(budgets) - 1  # the first step whose budget every later step keeps
+
+    def chunk_at(step: int, computed: int) -> Chunk:
         s = prefill_step(
             plan.variant,
             plan.split,
             plan.cadence,
             computed,
-            budgets[min(step, len(budgets) - 1)],
+            budgets[min(step, settled)],
             prompt,
             tokens,
             split_function,
         )
-        trace.chunks.append(
-            Chunk(
-                step=step,
-                start=computed,
-                requested=s.requested,
-                end=s.end,
-                published=s.published,
-                column=state_column(s.end, plan.cadence),
+        return Chunk(step, computed, s.requested, s.end, s.published, state_column(s.end, plan.cadence))
+
+    trace = Trace(plan=plan)
+    grid = grid_period(plan)
+    # Condensing reads the model's split only: another split function (the real one) is run step by step.
+    condense = condense_beyond is not None and steps is None and split_function is None
+    first_at: dict[int, int] | None = {} if condense else None  # residue of a chunk's start -> its index
+    computed = 0
+    step = 0
+    while computed < prefill_end(prompt, tokens) and (steps is None or step < steps):
+        if len(trace.chunks) >= max_steps:
+            raise BudgetError(
+                f"{plan.geometry.label}: a prefill of {tokens:,} tokens takes more than "
+                f"{max_steps:,} steps without repeating (grid {grid:,}); too long to simulate step by step"
             )
-        )
-        if s.end == computed and step >= len(budgets) - 1:
+        if first_at is not None and step >= settled:
+            residue = computed % grid
+            if residue in first_at:
+                cycle = trace.chunks[first_at[residue] :]
+                # The fewest repetitions that take the run beyond step condense_beyond.
+                least = max(1, (condense_beyond - step) // len(cycle) + 1)
+                times = _repetitions(cycle, chunk_at, min(prompt, tokens), plan.cadence, least)
+                if times:
+                    advance = computed - cycle[0].start
+                    trace.repeat = Repeat(first=first_at[residue], length=len(cycle), times=times, tokens=advance)
+                    computed += times * advance
+                    step += times * len(cycle)
+                    first_at = None
+                    continue
+            else:
+                first_at[residue] = len(trace.chunks)
+        chunk = chunk_at(step, computed)
+        trace.chunks.append(chunk)
+        if chunk.end == computed and step >= settled:
             trace.stalled_at = step  # every later step repeats this one exactly
             break
-        computed = s.end
+        computed = chunk.end
         step += 1
     return trace
+
+
+def _repetitions(cycle: list[Chunk], chunk_at, bound: int, cadence: int, least: int) -> int:
+    """How many times, at least `least`, the consecutive chunks `cycle` repeat
+    right after themselves, each repetition ending by `bound` tokens: a
+    repetition is the cycle shifted by its steps and tokens, and it counts when
+    every shifted chunk is the one the run takes from its start (`chunk_at`).
+    0 when fewer than `least` do.
+
+    A shift moves every position of the cycle by the same amount against the
+    request's own positions (its end, its last cacheable position), so whether
+    a stop near the end is in reach only changes once along the shifts: a
+    cycle that repeats k times repeats every smaller number of times, and the
+    count is found by bisection. proofs/catalog/loops.py checks the result
+    against the explicit run."""
+    length, advance = len(cycle), cycle[-1].end - cycle[0].start
+
+    def repeats(times: int) -> bool:
+        shifted = (_shifted(c, times * length, times * advance, cadence) for c in cycle)
+        return all(chunk_at(c.step, c.start) == c for c in shifted)
+
+    most = (bound - cycle[-1].end) // advance
+    if least > most or not repeats(least):
+        return 0
+    low, high = least, most
+    while low < high:
+        middle = (low + high + 1) // 2
+        if repeats(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def grid_period(plan: Plan) -> int:

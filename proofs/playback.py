@@ -443,7 +443,7 @@ def _geometry_figures(real_plan: Plan, geometry: Geometry, budgets: list[int]) -
     trace = run_prefill(real_plan, budgets)
     if trace.repeat is not None:
         raise CaseTooLong(
-            f"{geometry.source or geometry.name}: a prefill of {trace.steps:,} steps publishes "
+            f"{geometry.label}: a prefill of {trace.steps:,} steps publishes "
             f"{trace.published.count:,} states; a regression case lists every one (use a shorter prompt_tokens)"
         )
     spans = real_plan.target_spans

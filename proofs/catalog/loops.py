@@ -286,7 +286,73 @@ def condensed_spells_explicit(variant: Variant, case: Case) -> Verdict:
     for name, wanted in _views_of(slow.chunks).items():
         if list(getattr(fast, name)) != wanted:
             return Verdict(f"the condensed Trace.{name} differs from the explicit chunks'")
-    return Verdict(exercised=fast.repeat is not None)
+    within = min(case["prompt"], _tokens(case))
+    repeats = _repeats_once(slow.chunks, len(_budgets(case)) - 1, grid_period(slow.plan), within)
+    if (r is not None) != repeats:
+        return Verdict(
+            f"a run of {len(slow.chunks)} steps that {'repeats' if repeats else 'does not repeat'} "
+            f"within its prompt is {'not ' if r is None else ''}condensed"
+        )
+    if r is None:
+        return Verdict(exercised=False)
+    problem = _not_the_longest(r, slow.chunks, min(case["prompt"], _tokens(case))) or _threshold_kept(
+        variant, case, fast
+    )
+    return Verdict(problem)
+
+
+def _repeats_once(chunks, settled: int, grid: int, within: int) -> bool:
+    """Whether the explicit run, once its budget is settled, has a stretch of whole grid periods that the next
+    chunks repeat once, shifted by it, within the prompt."""
+    for j in range(settled + 1, len(chunks)):
+        for i in range(settled, j):
+            advance = chunks[j].start - chunks[i].start
+            again = chunks[j : 2 * j - i]
+            if advance % grid or len(again) < j - i or again[-1].end > within:
+                continue
+            if all(_same_shifted(a, b, advance) for a, b in zip(chunks[i:j], again, strict=True)):
+                return True
+    return False
+
+
+def _same_shifted(chunk, later, advance: int) -> bool:
+    """`later` is `chunk` moved `advance` tokens on: the same request and publication, the end that far."""
+    return (later.start, later.end, later.requested, later.published) == (
+        chunk.start + advance,
+        chunk.end + advance,
+        chunk.requested,
+        chunk.published,
+    )
+
+
+def _not_the_longest(r, chunks, within: int) -> str | None:
+    """The repeat's repetitions end within the prompt, and one more would not: it ends beyond the prompt or
+    the explicit run does not repeat the stretch once more there."""
+    stretch = chunks[r.first : r.first + r.length]
+    advance = stretch[-1].end - stretch[0].start
+    if stretch[-1].end + r.times * advance > within:
+        return f"the repeat's {r.times} repetitions end beyond the prompt's {within} tokens"
+    more = r.times + 1
+    following = chunks[r.first + more * r.length : r.first + (more + 1) * r.length]
+    fits = stretch[-1].end + more * advance <= within and len(following) == len(stretch)
+    if fits and all(_same_shifted(a, b, more * advance) for a, b in zip(stretch, following, strict=True)):
+        return f"the explicit run repeats the stretch {more} times within the prompt, the repeat stands for {r.times}"
+    return None
+
+
+def _threshold_kept(variant: Variant, case: Case, fast) -> str | None:
+    """condense_beyond B: a run that would resume stepping beyond step B is condensed (the same repeat), and a
+    condensed run resumes stepping beyond B, never at it."""
+    r = fast.repeat
+    resumes = r.first + (r.times + 1) * r.length  # the step explicit stepping resumes at
+    just_below = _trace(variant, case, condense_beyond=resumes - 1)
+    if just_below.repeat != r:
+        return f"condensing beyond step {resumes - 1}: repeat {just_below.repeat}, not {r}"
+    at = _trace(variant, case, condense_beyond=resumes).repeat
+    resumed = None if at is None else at.first + (at.times + 1) * at.length
+    if resumed is not None and resumed <= resumes:
+        return f"condensing beyond step {resumes}, the run resumes stepping at step {resumed}"
+    return None
 
 
 # --- grid_period: a shift by it changes no step and no restore test ------------
@@ -429,11 +495,17 @@ THEOREMS = (
     Theorem(
         "prefill-condensed-is-explicit",
         "loops",
-        "Bounded, by enumeration: a prefill condensed as soon as it repeats (condense_beyond "
-        f"{CONDENSE_BEYOND}) spells out (Trace.every_chunk) exactly the explicit trace, with the same steps and "
-        "stall, its repeat stands for at least one repetition, and its Trace.chunk_ends, published and private "
-        f"are exactly the explicit chunks' ends of each kind; condensed beyond {LATE_CONDENSING} steps, it spells "
-        f"out the explicit trace too, and a run of at most {LATE_CONDENSING} steps is not condensed.",
+        "Bounded, by enumeration: asked to condense as soon as it repeats (condense_beyond "
+        f"{CONDENSE_BEYOND}), a run is condensed exactly when its explicit trace, once the budget is settled, has "
+        "a stretch of whole grid_periods that the next chunks repeat once, shifted, within the prompt; it spells "
+        "out (Trace.every_chunk) "
+        "exactly the explicit trace, with the same steps and stall, its repeat stands for at least one repetition, "
+        "its repetitions end within the prompt and are as many as can be (the explicit run does not repeat the "
+        "stretch once more within the prompt), and its Trace.chunk_ends, published and private are exactly the "
+        "explicit chunks' ends of each kind. Asked to condense beyond the step before the one the run resumes "
+        "stepping at, it condenses the same; beyond that step, it does not resume there or before. Condensed "
+        f"beyond {LATE_CONDENSING} steps, it spells out the explicit trace too, and a run of at most "
+        f"{LATE_CONDENSING} steps is not condensed.",
         (),
         enumeration=Enumeration(
             f"geometries g8, g4-dcp2 x prompts {CONDENSED_PROMPTS.start}..{CONDENSED_PROMPTS.stop - 1} in steps of "

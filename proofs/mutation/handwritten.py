@@ -132,11 +132,11 @@ MUTANTS = {
         ),
         _mutant(
             "repeat-up-to-the-end",
-            "a condensed prefill repeats its pattern up to the request's end, not up to the bound far from it",
+            "a condensed prefill repeats its pattern up to the request's end, not within the prompt",
             "prefill",
             "run_prefill",
-            "times = (far - computed) // advance",
-            "times = (tokens - computed) // advance",
+            "_repetitions(cycle, chunk_at, min(prompt, tokens), plan.cadence, least)",
+            "_repetitions(cycle, chunk_at, tokens, plan.cadence, least)",
         ),
         _mutant(
             "repeat-column-not-shifted",
