@@ -6,7 +6,6 @@ hold them."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -238,31 +237,29 @@ def _repetitions(cycle: list[Chunk], chunk_at, bound: int, cadence: int, least: 
     request's own positions (its end, its last cacheable position), so whether
     a stop near the end is in reach only changes once along the shifts: a
     cycle that repeats k times repeats every smaller number of times, and the
-    count is found by bisection. proofs/catalog/loops.py checks the result
+    count is found bit by bit, the highest first. proofs/catalog/loops.py checks the result
     against the explicit run."""
     length, advance = len(cycle), cycle[-1].end - cycle[0].start
+    most = (bound - cycle[-1].end) // advance
 
     def repeats(times: int) -> bool:
         shifted = (_shifted(c, times * length, times * advance, cadence) for c in cycle)
-        return all(chunk_at(c.step, c.start) == c for c in shifted)
+        return times <= most and all(chunk_at(c.step, c.start) == c for c in shifted)
 
-    most = (bound - cycle[-1].end) // advance
-    if least > most or not repeats(least):
+    if not repeats(least):
         return 0
-    low, high = least, most
-    while low < high:
-        middle = (low + high + 1) // 2
-        if repeats(middle):
-            low = middle
-        else:
-            high = middle - 1
-    return low
+    times = least
+    for bit in reversed(range(most.bit_length())):
+        if repeats(times + (1 << bit)):
+            times += 1 << bit
+    return times
 
 
 def grid_period(plan: Plan) -> int:
-    """A common multiple of every grid size the step and the restore read, so a shift by it changes no residue.
-    The scheduler block is the lcm of every group's span: the cadence, the target and EAGLE spans and, among
-    their divisors, the split block. The offload connector's chunks are spans times its blocks per chunk."""
+    """A common multiple of every grid size the step and the restore read away from the request's end, so a
+    shift by it there changes no residue: the scheduler block is the lcm of every group's span (the cadence,
+    the target and EAGLE spans and, among their divisors, the split block), and the offload connector's chunks
+    are spans times its blocks per chunk. The hash block and the checkpoint alignment are read only by stops
+    at the end (the prompt's hash tail, the internal checkpoint of the chunk that reaches the prefill's end)."""
     p = plan.split
-    offload_chunks = plan.geometry.deployment.offload_blocks_per_chunk * p.sched_block
-    return math.lcm(*(s for s in (offload_chunks, p.hash_block, p.checkpoint_alignment) if s > 0))
+    return plan.geometry.deployment.offload_blocks_per_chunk * p.sched_block

@@ -133,7 +133,9 @@ def mutants_of(module: str, function: str, operators: tuple[str, ...] = OPERATOR
 
 def _candidates(definition: ast.FunctionDef, operators: tuple[str, ...]) -> Iterator[tuple[str, ast.AST, ast.AST]]:
     """(operator, node, replacement) for every mutation of the function's body."""
-    body = [n for statement in _body_without_docstring(definition) for n in ast.walk(statement)]
+    statements = _body_without_docstring(definition)
+    annotations = {id(n) for statement in statements for a in _annotations(statement) for n in ast.walk(a)}
+    body = [n for statement in statements for n in ast.walk(statement) if id(n) not in annotations]
     wanted = set(operators)
     scope = _sizes_in_scope(definition)
     iterated = {n.iter.id for n in body if isinstance(n, ast.For) and isinstance(n.iter, ast.Name)}
@@ -175,6 +177,17 @@ def _candidates(definition: ast.FunctionDef, operators: tuple[str, ...]) -> Iter
             yield from _size_swaps(node, scope)
 
 
+def _annotations(statement: ast.AST) -> Iterator[ast.AST]:
+    """The type annotations in a statement (a nested function's, an annotated assignment's): never run."""
+    for node in ast.walk(statement):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
+            yield node.returns
+        if isinstance(node, ast.arg) and node.annotation is not None:
+            yield node.annotation
+        if isinstance(node, ast.AnnAssign):
+            yield node.annotation
+
+
 def _call_mutants(node: ast.Call, wanted: set[str]) -> Iterator[tuple[str, ast.AST, ast.AST]]:
     name = _arith_call(node)
     if name in ("minimum", "maximum") and "min<->max" in wanted:
@@ -201,6 +214,9 @@ def _size_swaps(node: ast.AST, scope: dict[str, list[tuple[str, int]]]) -> Itera
         return
     if isinstance(getattr(node, "parent", None), ast.Attribute):
         return  # `p` of `p.block`: the whole attribute is the size
+    parent = getattr(node, "parent", None)
+    if isinstance(parent, ast.Call) and parent.func is node:
+        return  # a function or class named like a size (`Chunk(...)`) is not a size
     kind = size_kind(text.rsplit(".", 1)[-1])
     if kind is None:
         return
