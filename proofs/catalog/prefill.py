@@ -382,6 +382,24 @@ def offload_restore_test_safe(variant, x):
     )
 
 
+OFFLOAD_CHUNK_BLOCKS = 2
+
+
+def offload_restore_test_on_chunks(variant, x):
+    """Chunks of more than one block: the connector stores a group's state or
+    blocks only a whole chunk at a time, so what its test admits lies on every
+    group's chunk grid (the recurrent one: cadence x blocks per chunk), not
+    just on the block grid."""
+    d, _, hypotheses = _test_setting(variant, x)
+    position = x["position"]
+    accepted = offload_restorable(
+        position, True, d.cadence, d.target_spans, (d.draft_span,), OFFLOAD_CHUNK_BLOCKS, x["tokens"], x["new_tokens"]
+    )
+    sizes = (d.cadence, *d.target_spans, d.draft_span)
+    on_chunks = arith.all_in(arith.divides(size * OFFLOAD_CHUNK_BLOCKS, position) for size in sizes)
+    return Claim(hypotheses=hypotheses, goal=arith.implies(accepted, on_chunks))
+
+
 def offload_restore_safe(variant, x):
     return _offload_restore_safe(variant, x, annotated=False)
 
@@ -578,10 +596,12 @@ THEOREMS = (
         "The test each restore puts to a position, taking it as published (models.reuse: gpu_restore's and "
         "offload_restore's), admits only a position of at least one token, on every target boundary, strictly "
         "below the later request's tokens, with the EAGLE group's block beyond it cached where it is checked; "
-        "the offload connector's, only a position on the recurrent chunk grid within the cached request.",
+        "the offload connector's, only a position on the recurrent chunk grid within the cached request, and, "
+        f"with chunks of {OFFLOAD_CHUNK_BLOCKS} blocks, on every group's chunk grid (cadence or span x blocks).",
         (
             Obligation("gpu", SAFE_RESTORE_VARS, gpu_restore_test_safe, case_split=("explicit", "eagle_drop")),
             Obligation("offload", SAFE_RESTORE_VARS, offload_restore_test_safe, case_split=("explicit",)),
+            Obligation("offload-chunks", SAFE_RESTORE_VARS, offload_restore_test_on_chunks),
         ),
     ),
     Theorem(
