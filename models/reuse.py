@@ -3,13 +3,12 @@ cache (vLLM 0.33.0 `HybridKVCacheCoordinator.find_longest_cache_hit`,
 kv_cache_coordinator.py:806-941) and from the native offload connector
 (distributed/kv_transfer/kv_connector/v1/offloading/).
 
-Each restore's test of a position is written once, as `RestoreBounds`: lower
-bounds, sizes the position must be a multiple of, and upper bounds that
-apply under a condition. The predicates (read by the catalogue as Z3 terms)
-and the searches (run on a prefill's published positions) both read those
-bounds, so the search is closed form: the largest published multiple of the
-sizes' lcm at or below the lowest upper bound, if it is at least every lower
-bound.
+Each restore's test of a position is written once, as `RestoreBounds`: the
+position positive, the sizes it must be a multiple of, and upper bounds
+(some only under a condition). The predicates (read by the catalogue as Z3
+terms) and the searches (run on a prefill's published positions) both read
+those bounds, so the search is closed form: the largest published multiple
+of the sizes' lcm at or below the lowest upper bound that applies.
 """
 
 from __future__ import annotations
@@ -24,37 +23,33 @@ from models.positions import Positions
 
 @dataclass(frozen=True)
 class RestoreBounds:
-    """A restorable position: at least every floor, a multiple of every
-    divisor, and at most every ceiling whose condition holds. Each bound
-    is monotone in the position, so the largest restorable one of a set
-    is the largest multiple of the divisors' lcm under the lowest ceiling."""
+    """A restorable position: positive, a multiple of every divisor, at most
+    every ceiling, and at most every conditional ceiling whose condition
+    holds. Every bound is monotone in the position, so the largest
+    restorable position of a set is its largest multiple of the divisors'
+    lcm under the lowest ceiling that applies."""
 
-    floors: tuple
     divisors: tuple
-    ceilings: tuple  # (applies, ceiling) pairs
+    ceilings: tuple
+    conditional_ceilings: tuple = ()  # (applies, ceiling) pairs
 
     def admit(self, position):
         """Whether `position` meets every bound (ints or Z3 terms)."""
         return arith.all_of(
-            *(position >= floor for floor in self.floors),
-            *(_at_most(position, applies, ceiling) for applies, ceiling in self.ceilings),
+            position > 0,
+            *(position <= ceiling for ceiling in self.ceilings),
+            *(arith.implies(applies, position <= ceiling) for applies, ceiling in self.conditional_ceilings),
             *(arith.divides(size, position) for size in self.divisors),
         )
 
     def largest(self, published: Iterable[int] | Positions) -> int:
         """The largest published position that meets every bound (0: none),
-        in time independent of how many positions a range holds: the largest
-        multiple of every divisor at most every ceiling. Only a floor can
-        reject it, and then every lower position too."""
-        ceiling = min(ceiling for applies, ceiling in self.ceilings if applies)
-        best = Positions.of(published).multiples_of(math.lcm(*self.divisors)).at_most(ceiling)
-        return best if best is not None and self.admit(best) else 0
-
-
-def _at_most(position, applies, ceiling):
-    if applies is True:
-        return position <= ceiling
-    return arith.implies(applies, position <= ceiling)
+        in time independent of how many positions a range holds. Published
+        positions are never negative, so the largest multiple of every
+        divisor under the lowest ceiling is restorable unless it is 0."""
+        applying = (ceiling for applies, ceiling in self.conditional_ceilings if applies)
+        lowest = min([*self.ceilings, *applying])
+        return Positions.of(published).multiples_of(math.lcm(*self.divisors)).at_most(lowest) or 0
 
 
 def gpu_restore_bounds(
@@ -74,11 +69,9 @@ def gpu_restore_bounds(
     annotated_drop = arith.all_of(eagle_drop, eagle_annotated)
     unannotated_drop = arith.all_of(eagle_drop, arith.negate(eagle_annotated))
     return RestoreBounds(
-        floors=(1,),
         divisors=tuple(target_spans),
-        ceilings=(
-            (True, new_tokens - 1),
-            (True, new_tokens - lookahead),
+        ceilings=(new_tokens - 1, new_tokens - lookahead),
+        conditional_ceilings=(
             *(one_block_beyond(annotated_drop, span) for span in eagle_spans),
             *(one_block_beyond(unannotated_drop, span) for span in target_spans),
         ),
@@ -132,7 +125,7 @@ def offload_restore_bounds(
     blocks_per_chunk, where it stores a GPU-published state) and every
     attention group's, every attention group's chunks stored through it,
     every EAGLE group's one chunk beyond it (it drops one), the last token
-    left to compute, and at least the largest chunk restored. The connector
+    left to compute, and at least one chunk of each restored. The connector
     lowers a cap group by group until nothing moves; each lowering keeps
     every position that meets these bounds, so the fixed point is the
     largest such position."""
@@ -141,12 +134,11 @@ def offload_restore_bounds(
     eagle_chunks = [span * blocks_per_chunk for span in eagle_spans]
     chunks = (recurrent_chunk, *target_chunks, *eagle_chunks)
     return RestoreBounds(
-        floors=chunks,
         divisors=chunks,
         ceilings=(
-            (True, new_tokens - 1),
-            *((True, arith.round_down(cached_tokens, chunk)) for chunk in target_chunks),
-            *((True, arith.round_down(cached_tokens, chunk) - chunk) for chunk in eagle_chunks),
+            new_tokens - 1,
+            *(arith.round_down(cached_tokens, chunk) for chunk in target_chunks),
+            *(arith.round_down(cached_tokens, chunk) - chunk for chunk in eagle_chunks),
         ),
     )
 

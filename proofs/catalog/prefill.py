@@ -363,23 +363,32 @@ def gpu_restore_test_safe(variant, x):
     return Claim(hypotheses=hypotheses, goal=_test_admits_only(x, d, accepted, p.eagle_drop))
 
 
-def offload_restore_test_safe(variant, x):
-    """Chunks of one block, as in offload safety; one annotated EAGLE group.
-    The connector also restores only what it stored: the position is on the
-    recurrent chunk grid and every target group's chunks through it are
-    stored, so within the cached request."""
+def _offload_restore_test_safe(variant, x, with_eagle):
+    """Chunks of one block, as in offload safety; one annotated EAGLE group,
+    or none. The connector also restores only what it stored: the position
+    is on the recurrent chunk grid and every target group's chunks through
+    it are stored, so within the cached request."""
     d, _, hypotheses = _test_setting(variant, x)
     position = x["position"]
+    eagle_spans = (d.draft_span,) if with_eagle else ()
     accepted = offload_restorable(
-        position, True, d.cadence, d.target_spans, (d.draft_span,), 1, x["tokens"], x["new_tokens"]
+        position, True, d.cadence, d.target_spans, eagle_spans, 1, x["tokens"], x["new_tokens"]
     )
     return Claim(
         hypotheses=hypotheses,
         goal=arith.all_of(
-            _test_admits_only(x, d, accepted, True),
+            _test_admits_only(x, d, accepted, with_eagle),
             arith.implies(accepted, arith.all_of(arith.divides(d.cadence, position), position <= x["tokens"])),
         ),
     )
+
+
+def offload_restore_test_safe(variant, x):
+    return _offload_restore_test_safe(variant, x, with_eagle=True)
+
+
+def offload_restore_test_safe_without_eagle(variant, x):
+    return _offload_restore_test_safe(variant, x, with_eagle=False)
 
 
 OFFLOAD_CHUNK_BLOCKS = 2
@@ -601,6 +610,9 @@ THEOREMS = (
         (
             Obligation("gpu", SAFE_RESTORE_VARS, gpu_restore_test_safe, case_split=("explicit", "eagle_drop")),
             Obligation("offload", SAFE_RESTORE_VARS, offload_restore_test_safe, case_split=("explicit",)),
+            Obligation(
+                "offload-plain", SAFE_RESTORE_VARS, offload_restore_test_safe_without_eagle, case_split=("explicit",)
+            ),
             Obligation("offload-chunks", SAFE_RESTORE_VARS, offload_restore_test_on_chunks),
         ),
     ),
