@@ -3,15 +3,14 @@ prefill of 10^12 tokens, whose chunk ends repeat with a period, keeps its
 published states in a few ranges instead of 10^8 integers.
 
 Every question asked of it (the largest element under a bound, the multiples
-of a size, the largest element a predicate accepts) is answered per range,
-in time independent of the range's length where the question allows.
+of a size) is answered per range, in time independent of the range's length.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 
 def _count(r: range) -> int:
@@ -75,30 +74,14 @@ class Positions:
         return best
 
     def multiples_of(self, size: int) -> Positions:
-        """The positions divisible by `size`: per range again a range, found among its first
-        size / gcd(size, step) elements."""
+        """The positions divisible by `size`: per range again a range, whose first element solves
+        start + i * step = 0 (mod size) for the least i >= 0 (none unless gcd(size, step) divides start)."""
         kept = []
         for r in self.ranges:
-            every = size // math.gcd(size, r.step)
-            hit = next((i for i, v in enumerate(r[:every]) if v % size == 0), None)
-            if hit is not None:
-                kept.append(r[hit::every])
+            common = math.gcd(size, r.step)
+            if r.start % common:
+                continue
+            every = size // common
+            first = (-r.start // common) * pow(r.step // common, -1, every) % every
+            kept.append(r[first::every])
         return Positions(kept)
-
-    def largest(self, accepts: Callable[[int], bool], period: int, settled_below: int) -> int | None:
-        """The largest position `accepts`, given that below `settled_below` a position it rejects has
-        every lower position of the same residue modulo `period` rejected too (the acceptance depends
-        there only on the residue and on lower bounds). So the search down a range whose step is a
-        multiple of `period` stops at its first element below that bound."""
-        best = None
-        for r in self.ranges:
-            uniform = r.step % period == 0
-            for value in r[::-1]:
-                if best is not None and value <= best:
-                    break
-                if accepts(value):
-                    best = value
-                    break
-                if uniform and value < settled_below:
-                    break
-        return best

@@ -1,15 +1,81 @@
 """What a later request with the same tokens restores: from the GPU prefix
 cache (vLLM 0.33.0 `HybridKVCacheCoordinator.find_longest_cache_hit`,
 kv_cache_coordinator.py:806-941) and from the native offload connector
-(distributed/kv_transfer/kv_connector/v1/offloading/)."""
+(distributed/kv_transfer/kv_connector/v1/offloading/).
+
+Each restore's test of a position is written once, as `RestoreBounds`: the
+position positive, the sizes it must be a multiple of, and upper bounds
+(some only under a condition). The predicates (read by the catalogue as Z3
+terms) and the searches (run on a prefill's published positions) both read
+those bounds, so the search is closed form: the largest published multiple
+of the sizes' lcm at or below the lowest upper bound that applies.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from models import arith
 from models.positions import Positions
+
+
+@dataclass(frozen=True)
+class RestoreBounds:
+    """A restorable position: positive, a multiple of every divisor, at most
+    every ceiling, and at most every conditional ceiling whose condition
+    holds. Every bound is monotone in the position, so the largest
+    restorable position of a set is its largest multiple of the divisors'
+    lcm under the lowest ceiling that applies."""
+
+    divisors: tuple
+    ceilings: tuple
+    conditional_ceilings: tuple = ()  # (applies, ceiling) pairs
+
+    def admit(self, position):
+        """Whether `position` meets every bound (ints or Z3 terms)."""
+        return arith.all_of(
+            position > 0,
+            *(position <= ceiling for ceiling in self.ceilings),
+            *(arith.implies(applies, position <= ceiling) for applies, ceiling in self.conditional_ceilings),
+            *(arith.divides(size, position) for size in self.divisors),
+        )
+
+    def largest(self, published: Iterable[int] | Positions) -> int:
+        """The largest published position that meets every bound (0: none),
+        in time independent of how many positions a range holds. Published
+        positions are never negative, so the largest multiple of every
+        divisor under the lowest ceiling is restorable unless it is 0."""
+        applying = (ceiling for applies, ceiling in self.conditional_ceilings if applies)
+        lowest = min([*self.ceilings, *applying])
+        return Positions.of(published).multiples_of(math.lcm(*self.divisors)).at_most(lowest) or 0
+
+
+def gpu_restore_bounds(
+    target_spans, eagle_spans, eagle_drop, lookahead, cached_tokens, new_tokens, eagle_annotated=None
+) -> RestoreBounds:
+    """What a hit of `position` tokens needs to be reachable by every group
+    at once: at least one token, every target group's blocks cached up to
+    it, every EAGLE group one block beyond it (it drops one; with no
+    annotated group every attention group counts as one, section 4.4), and
+    the last token (and the hash lookahead) left to compute."""
+    if eagle_annotated is None:
+        eagle_annotated = bool(eagle_spans)
+
+    def one_block_beyond(applies, span):
+        return (applies, arith.round_down(cached_tokens, span) - span)
+
+    annotated_drop = arith.all_of(eagle_drop, eagle_annotated)
+    unannotated_drop = arith.all_of(eagle_drop, arith.negate(eagle_annotated))
+    return RestoreBounds(
+        divisors=tuple(target_spans),
+        ceilings=(new_tokens - 1, new_tokens - lookahead),
+        conditional_ceilings=(
+            *(one_block_beyond(annotated_drop, span) for span in eagle_spans),
+            *(one_block_beyond(unannotated_drop, span) for span in target_spans),
+        ),
+    )
 
 
 def gpu_restorable(
@@ -24,28 +90,12 @@ def gpu_restorable(
     eagle_annotated=None,
 ):
     """Whether a hit of `position` tokens is reachable by every group at once:
-    a recurrent checkpoint published there with its hash in existence, every
-    target group's blocks cached up to it, every EAGLE group one block beyond
-    it (it drops one; with no annotated group every attention group counts as
-    one, section 4.4), and the last token left to recompute."""
-    if eagle_annotated is None:
-        eagle_annotated = bool(eagle_spans)
-
-    def one_block_beyond(span):
-        return position + span <= arith.round_down(cached_tokens, span)
-
-    return arith.all_of(
-        position > 0,
-        published_here,
-        position <= new_tokens - 1,
-        position + lookahead <= new_tokens,
-        *(arith.divides(span, position) for span in target_spans),
-        *(arith.implies(arith.all_of(eagle_drop, eagle_annotated), one_block_beyond(s)) for s in eagle_spans),
-        *(
-            arith.implies(arith.all_of(eagle_drop, arith.negate(eagle_annotated)), one_block_beyond(s))
-            for s in target_spans
-        ),
+    a recurrent checkpoint published there with its hash in existence, and
+    `gpu_restore_bounds`."""
+    bounds = gpu_restore_bounds(
+        target_spans, eagle_spans, eagle_drop, lookahead, cached_tokens, new_tokens, eagle_annotated
     )
+    return arith.all_of(published_here, bounds.admit(position))
 
 
 def published_gpu_restorable(position, target_spans, eagle_spans, eagle_drop, lookahead, cached_tokens, new_tokens):
@@ -63,16 +113,34 @@ def gpu_restore(
     new_tokens,
 ) -> int:
     """The longest prefix the GPU prefix cache restores (0: none)."""
+    bounds = gpu_restore_bounds(target_spans, eagle_spans, eagle_drop, lookahead, cached_tokens, new_tokens)
+    return bounds.largest(published)
 
-    def restorable(position: int) -> bool:
-        return published_gpu_restorable(
-            position, target_spans, eagle_spans, eagle_drop, lookahead, cached_tokens, new_tokens
-        )
 
-    # Two spans and the lookahead below the end, only the divisibility by the spans is left to decide.
-    settled_below = min(cached_tokens, new_tokens) - 2 * max([*target_spans, *eagle_spans], default=0) - lookahead - 1
-    period = math.lcm(*target_spans, *eagle_spans)
-    return Positions.of(published).largest(restorable, period, settled_below) or 0
+def offload_restore_bounds(
+    cadence, target_spans, eagle_spans, blocks_per_chunk, cached_tokens, new_tokens
+) -> RestoreBounds:
+    """What the offload connector's `_lookup_complete_chunks` needs to
+    restore `position` tokens: on the recurrent chunk grid (cadence x
+    blocks_per_chunk, where it stores a GPU-published state) and every
+    attention group's, every attention group's chunks stored through it,
+    every EAGLE group's one chunk beyond it (it drops one), the last token
+    left to compute, and at least one chunk of each restored. The connector
+    lowers a cap group by group until nothing moves; each lowering keeps
+    every position that meets these bounds, so the fixed point is the
+    largest such position."""
+    recurrent_chunk = cadence * blocks_per_chunk
+    target_chunks = [span * blocks_per_chunk for span in target_spans]
+    eagle_chunks = [span * blocks_per_chunk for span in eagle_spans]
+    chunks = (recurrent_chunk, *target_chunks, *eagle_chunks)
+    return RestoreBounds(
+        divisors=chunks,
+        ceilings=(
+            new_tokens - 1,
+            *(arith.round_down(cached_tokens, chunk) for chunk in target_chunks),
+            *(arith.round_down(cached_tokens, chunk) - chunk for chunk in eagle_chunks),
+        ),
+    )
 
 
 def offload_restorable(
@@ -85,29 +153,10 @@ def offload_restorable(
     cached_tokens,
     new_tokens,
 ):
-    """Whether the offload connector's `_lookup_complete_chunks` can restore
-    `position` tokens: a stored recurrent state there (stored: GPU-published
-    and on the recurrent chunk grid, cadence x blocks_per_chunk), every
-    attention group's chunk grid through it, every EAGLE group one chunk
-    beyond it (it drops one), the last token left to compute, and at least
-    the largest chunk restored. The connector lowers a cap group by group
-    until nothing moves; each lowering keeps every position that satisfies
-    this, so the fixed point is the largest such position."""
-    recurrent_chunk = cadence * blocks_per_chunk
-    target_chunks = [span * blocks_per_chunk for span in target_spans]
-    eagle_chunks = [span * blocks_per_chunk for span in eagle_spans]
-
-    def stored_through(chunk, end):
-        return end <= arith.round_down(cached_tokens, chunk)
-
-    return arith.all_of(
-        published_here,
-        position <= new_tokens - 1,
-        *(arith.divides(chunk, position) for chunk in (recurrent_chunk, *target_chunks, *eagle_chunks)),
-        *(stored_through(chunk, position) for chunk in target_chunks),
-        *(stored_through(chunk, position + chunk) for chunk in eagle_chunks),
-        *(position >= chunk for chunk in (recurrent_chunk, *target_chunks, *eagle_chunks)),
-    )
+    """Whether the offload connector can restore `position` tokens: a
+    recurrent state published there, and `offload_restore_bounds`."""
+    bounds = offload_restore_bounds(cadence, target_spans, eagle_spans, blocks_per_chunk, cached_tokens, new_tokens)
+    return arith.all_of(published_here, bounds.admit(position))
 
 
 def offload_restore(
@@ -120,13 +169,5 @@ def offload_restore(
     new_tokens: int,
 ) -> int:
     """The longest prefix the native offload connector restores (0: none)."""
-
-    def restorable(position: int) -> bool:
-        return offload_restorable(
-            position, True, cadence, target_spans, eagle_spans, blocks_per_chunk, cached_tokens, new_tokens
-        )
-
-    chunks = [cadence * blocks_per_chunk, *(span * blocks_per_chunk for span in (*target_spans, *eagle_spans))]
-    # Two chunks below the end only the divisibility by the chunks and the lower bounds are left to decide.
-    settled_below = min(cached_tokens, new_tokens) - 2 * max(chunks) - 1
-    return Positions.of(published).largest(restorable, math.lcm(*chunks), settled_below) or 0
+    bounds = offload_restore_bounds(cadence, target_spans, eagle_spans, blocks_per_chunk, cached_tokens, new_tokens)
+    return bounds.largest(published)

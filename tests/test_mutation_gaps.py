@@ -27,10 +27,9 @@ def _decided(ident: str, summary: str, only: set[str] | None = None, every_shape
     return decide_mutant(mutant, selected, reach.calls.get(function, []), callers, every_shape)
 
 
-def test_an_equivalent_offload_mutant_is_proved_so_without_running_the_catalogue():
-    # A position the recurrent chunk divides and at least the cadence is at
-    # least the chunk: the catalogue took more than 600 s on this mutant.
-    result = _decided("reuse:offload_restorable:size-name:18", "recurrent_chunk  ->  cadence")
+def test_an_equivalent_mutant_is_proved_so_without_running_the_catalogue():
+    # `block` is `p.block`: every theorem that reads the function would run the same code.
+    result = _decided("scheduler:last_cacheable_position:size-name:1", "block  ->  p.block")
     assert result.status == EQUIVALENT, result.reason
     assert result.theorems_run == 0
 
@@ -40,12 +39,12 @@ def test_a_mutant_equivalent_on_some_shapes_only_is_left_to_the_catalogue():
     # read, it might differ there: the catalogue runs, and the comparison
     # counts only for a mutant nothing kills.
     result = _decided(
-        "reuse:offload_restorable:size-name:18",
-        "recurrent_chunk  ->  cadence",
-        only={"restore-test-safe"},
+        "scheduler:last_cacheable_position:size-name:1",
+        "block  ->  p.block",
+        only={"prefill-restore-safe"},
         every_shape=False,
     )
-    assert result.theorems_run == 3  # restore-test-safe for each engine variant, none killing it
+    assert result.theorems_run == 1  # prefill-restore-safe, decided for pr457-guarded only, not killing it
     assert result.status == EQUIVALENT, result.reason
 
 
@@ -53,10 +52,10 @@ def test_a_mutant_equivalent_on_some_shapes_only_is_left_to_the_catalogue():
     "ident, summary, theorem",
     [
         # An empty hit restorable: the test's own safety notices.
-        ("reuse:gpu_restorable:relational:1", "position > 0  ->  position >= 0", "restore-test-safe"),
+        ("reuse:gpu_restore_bounds:constant-1:0", "1  ->  0", "restore-test-safe"),
         # The EAGLE block beyond required of unannotated draft groups too: completeness notices.
         (
-            "reuse:gpu_restorable:drop-conjunct:1",
+            "reuse:gpu_restore_bounds:drop-conjunct:1",
             "arith.all_of(eagle_drop, eagle_annotated)  ->  arith.all_of(eagle_drop)",
             "prefill-restore-published",
         ),

@@ -90,6 +90,17 @@ SMALL = {
             {"kind": "draft-attention", "block_size": 16},
         ],
     ),
+    "g8-offload": lambda: _small(
+        "g8-offload",
+        8,
+        {"mamba_block_size": 96, "eagle_block_drop": True, "offload_blocks_per_chunk": 2},
+        [
+            {"kind": "target-attention", "block_size": 16},
+            {"kind": "target-attention", "block_size": 24},
+            {"kind": "recurrent", "block_size": 8},
+            {"kind": "draft-attention", "block_size": 40, "eagle": True},
+        ],
+    ),
 }
 
 
@@ -401,55 +412,79 @@ def shift_by_grid_period(variant: Variant, case: Case) -> Verdict:
 # --- the restore searches take the largest restorable published position -------
 
 RESTORE_PROMPTS = range(120, 241, 60)
+RESTORE_WIDE_PROMPTS = (2_000,)
+EVERY_POSITION_UP_TO = 240
 
 
 def _restore_cases(_variant: Variant):
     for name in ("g8", "g16-dcp2"):
         for prompt in RESTORE_PROMPTS:
-            yield {"geometry": name, "prompt": prompt, "outputs": 0, "budgets": "37,29"}
-    yield from _builtin_cases()
+            yield {"geometry": name, "prompt": prompt, "outputs": 0, "budgets": "37,29", "published": "trace"}
+    for prompt in RESTORE_WIDE_PROMPTS:
+        yield {"geometry": "g8-offload", "prompt": prompt, "outputs": 0, "budgets": "37,29", "published": "trace"}
+    for case in _builtin_cases():
+        yield {**case, "published": "trace"}
+    for name in ("g4-dcp2",):
+        prompt = EVERY_POSITION_UP_TO
+        yield {"geometry": name, "prompt": prompt, "outputs": 0, "budgets": "37,29", "published": "every"}
+
+
+def _probe_counts(probe: int, widths, lookahead: int, tokens: int):
+    """Cached and new token counts at the edges of every bound on `probe`, one bound binding at a time:
+    new the request's tokens and cached one below, at and one above the probe, or one below and at one
+    and two widths above it; or cached the request's tokens and new at the probe, one above it, lookahead
+    and one more above it."""
+    offsets = {-1, 0, 1, *(k * w + e for w in widths for k in (1, 2) for e in (-1, 0))}
+    cached = sorted({max(0, probe + d) for d in offsets})
+    new = sorted({probe, probe + 1, probe + lookahead, probe + lookahead + 1})
+    return [(c, tokens) for c in cached] + [(tokens, n) for n in new]
 
 
 def restores_take_the_largest(variant: Variant, case: Case) -> Verdict:
-    """gpu_restore and offload_restore, on the condensed trace's published positions and on the explicit list,
-    equal the largest published position the restorable predicate accepts (0: none), for cached and new token
-    counts at and a span, a chunk and one below the request's end."""
+    """gpu_restore and offload_restore, on the published positions as progressions and one by one, equal
+    the largest published position the restorable predicate accepts (0: none), for cached and new token
+    counts at the edges of every bound on the last two published positions and one half way."""
     the_plan = _plan(variant, case)
     geometry = the_plan.geometry
-    trace = _trace(variant, case, condense_beyond=CONDENSE_BEYOND)
-    every = list(trace.published)
+    tokens = _tokens(case)
+    if case["published"] == "every":
+        published = Positions([range(0, case["prompt"] + 1)])
+    else:
+        published = _trace(variant, case, condense_beyond=CONDENSE_BEYOND).published
+    every = list(published)
     spans, eagle = the_plan.target_spans, geometry.eagle_spans()
     p = the_plan.split
     blocks = geometry.deployment.offload_blocks_per_chunk
-    widest = max([*spans, *eagle, the_plan.cadence])
-    tokens = _tokens(case)
-    near_end = (tokens - d for d in (0, 1, widest + 1, widest * blocks + 1))
-    # Half way, inside a condensed trace's progressions, where the search's settled bound decides.
-    half_way = (tokens // 2 + d for d in (0, widest + 1))
-    counts = sorted({max(0, n) for n in (*near_end, *half_way)})
+    widths = {*spans, *eagle, *(w * blocks for w in (the_plan.cadence, *spans, *eagle))}
+    probes = sorted({*every[-2:], *every[len(every) // 2 : len(every) // 2 + 1]})
+    downwards = every[::-1]
     hits = 0
-    for cached in counts:
-        for new in (tokens, tokens - 1, tokens // 2):
-            gpu = max(
-                (q for q in every if gpu_restorable(q, True, spans, eagle, p.eagle_drop, p.lookahead, cached, new)),
-                default=0,
+    for probe in probes:
+        for cached, new in _probe_counts(probe, widths, p.lookahead, tokens):
+            gpu = next(
+                (q for q in downwards if gpu_restorable(q, True, spans, eagle, p.eagle_drop, p.lookahead, cached, new)),
+                0,
             )
-            offload = max(
-                (q for q in every if offload_restorable(q, True, the_plan.cadence, spans, eagle, blocks, cached, new)),
-                default=0,
+            offload = next(
+                (
+                    q
+                    for q in downwards
+                    if offload_restorable(q, True, the_plan.cadence, spans, eagle, blocks, cached, new)
+                ),
+                0,
             )
-            for published in (trace.published, Positions.of(every)):
+            for given in (published, Positions.of(every)):
                 got = (
-                    gpu_restore(published, spans, eagle, p.eagle_drop, p.lookahead, cached, new),
-                    offload_restore(published, the_plan.cadence, spans, eagle, blocks, cached, new),
+                    gpu_restore(given, spans, eagle, p.eagle_drop, p.lookahead, cached, new),
+                    offload_restore(given, the_plan.cadence, spans, eagle, blocks, cached, new),
                 )
                 if got != (gpu, offload):
                     return Verdict(
                         f"cached {cached}, new {new}: (gpu_restore, offload_restore) {got}, "
                         f"the largest accepted {(gpu, offload)}"
                     )
-            hits += gpu > 0 or offload > 0
-    return Verdict(exercised=hits > 0 and trace.repeat is not None)
+            hits += gpu > 0 and offload > 0
+    return Verdict(exercised=hits > 0 and not published.is_explicit)
 
 
 SMALL_NAMES = ", ".join(SMALL)
@@ -535,18 +570,23 @@ THEOREMS = (
     Theorem(
         "restore-searches-largest",
         "loops",
-        "Bounded, by enumeration: gpu_restore and offload_restore, given a condensed trace's published positions "
-        "(progressions) or the same positions one by one, return the largest published position that "
-        "gpu_restorable / offload_restorable accepts (0 when none), scanned over every published position.",
+        "Bounded, by enumeration: gpu_restore and offload_restore (closed form: the largest published multiple "
+        "of the divisors' lcm at or below the lowest ceiling of models.reuse's restore bounds), given the "
+        "published positions as progressions or one by one, return the largest published position that "
+        "gpu_restorable / offload_restorable accepts (0 when none), scanned down every published position.",
         (),
         enumeration=Enumeration(
             f"geometries g8, g16-dcp2 x prompts {RESTORE_PROMPTS.start}..{RESTORE_PROMPTS.stop - 1} in steps of "
-            f"{RESTORE_PROMPTS.step} x budgets 37,29, and {BUILTINS}; condensed beyond {CONDENSE_BEYOND} step; "
-            "cached tokens N - d for d in 0, 1, W+1, W x offload blocks + 1 (W the widest span or cadence) "
-            "and N // 2 + d for d in 0, W+1, new tokens N, N - 1 and N // 2",
+            f"{RESTORE_PROMPTS.step}, g8-offload x prompts {', '.join(map(str, RESTORE_WIDE_PROMPTS))}, and "
+            f"{BUILTINS}, budgets 37,29 (the built-ins their own), published positions those of the prefill "
+            f"condensed beyond {CONDENSE_BEYOND} step; and geometry g4-dcp2 with every position "
+            f"0..{EVERY_POSITION_UP_TO} published. Probes: the last two published positions and the middle one; "
+            "for each probe q, with new tokens N (the request's), cached tokens q - 1, q, q + 1 and q + kw - 1, "
+            "q + kw for k in 1, 2 and w every target and EAGLE span and every offload chunk; with cached "
+            "tokens N, new tokens q, q + 1, q + lookahead and q + lookahead + 1",
             _restore_cases,
             restores_take_the_largest,
-            "a condensed trace with a restorable position",
+            "a condensed trace with a position both restores restore",
         ),
     ),
 )

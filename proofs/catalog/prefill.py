@@ -363,23 +363,50 @@ def gpu_restore_test_safe(variant, x):
     return Claim(hypotheses=hypotheses, goal=_test_admits_only(x, d, accepted, p.eagle_drop))
 
 
-def offload_restore_test_safe(variant, x):
-    """Chunks of one block, as in offload safety; one annotated EAGLE group.
-    The connector also restores only what it stored: the position is on the
-    recurrent chunk grid and every target group's chunks through it are
-    stored, so within the cached request."""
+def _offload_restore_test_safe(variant, x, with_eagle):
+    """Chunks of one block, as in offload safety; one annotated EAGLE group,
+    or none. The connector also restores only what it stored: the position
+    is on the recurrent chunk grid and every target group's chunks through
+    it are stored, so within the cached request."""
     d, _, hypotheses = _test_setting(variant, x)
     position = x["position"]
+    eagle_spans = (d.draft_span,) if with_eagle else ()
     accepted = offload_restorable(
-        position, True, d.cadence, d.target_spans, (d.draft_span,), 1, x["tokens"], x["new_tokens"]
+        position, True, d.cadence, d.target_spans, eagle_spans, 1, x["tokens"], x["new_tokens"]
     )
     return Claim(
         hypotheses=hypotheses,
         goal=arith.all_of(
-            _test_admits_only(x, d, accepted, True),
+            _test_admits_only(x, d, accepted, with_eagle),
             arith.implies(accepted, arith.all_of(arith.divides(d.cadence, position), position <= x["tokens"])),
         ),
     )
+
+
+def offload_restore_test_safe(variant, x):
+    return _offload_restore_test_safe(variant, x, with_eagle=True)
+
+
+def offload_restore_test_safe_without_eagle(variant, x):
+    return _offload_restore_test_safe(variant, x, with_eagle=False)
+
+
+OFFLOAD_CHUNK_BLOCKS = 2
+
+
+def offload_restore_test_on_chunks(variant, x):
+    """Chunks of more than one block: the connector stores a group's state or
+    blocks only a whole chunk at a time, so what its test admits lies on every
+    group's chunk grid (the recurrent one: cadence x blocks per chunk), not
+    just on the block grid."""
+    d, _, hypotheses = _test_setting(variant, x)
+    position = x["position"]
+    accepted = offload_restorable(
+        position, True, d.cadence, d.target_spans, (d.draft_span,), OFFLOAD_CHUNK_BLOCKS, x["tokens"], x["new_tokens"]
+    )
+    sizes = (d.cadence, *d.target_spans, d.draft_span)
+    on_chunks = arith.all_in(arith.divides(size * OFFLOAD_CHUNK_BLOCKS, position) for size in sizes)
+    return Claim(hypotheses=hypotheses, goal=arith.implies(accepted, on_chunks))
 
 
 def offload_restore_safe(variant, x):
@@ -578,10 +605,15 @@ THEOREMS = (
         "The test each restore puts to a position, taking it as published (models.reuse: gpu_restore's and "
         "offload_restore's), admits only a position of at least one token, on every target boundary, strictly "
         "below the later request's tokens, with the EAGLE group's block beyond it cached where it is checked; "
-        "the offload connector's, only a position on the recurrent chunk grid within the cached request.",
+        "the offload connector's, only a position on the recurrent chunk grid within the cached request, and, "
+        f"with chunks of {OFFLOAD_CHUNK_BLOCKS} blocks, on every group's chunk grid (cadence or span x blocks).",
         (
             Obligation("gpu", SAFE_RESTORE_VARS, gpu_restore_test_safe, case_split=("explicit", "eagle_drop")),
             Obligation("offload", SAFE_RESTORE_VARS, offload_restore_test_safe, case_split=("explicit",)),
+            Obligation(
+                "offload-plain", SAFE_RESTORE_VARS, offload_restore_test_safe_without_eagle, case_split=("explicit",)
+            ),
+            Obligation("offload-chunks", SAFE_RESTORE_VARS, offload_restore_test_on_chunks),
         ),
     ),
     Theorem(

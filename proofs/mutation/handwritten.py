@@ -167,8 +167,8 @@ MUTANTS = {
             "the GPU restore search returns the smallest restorable published position, not the largest",
             "reuse",
             "gpu_restore",
-            "return Positions.of(published).largest(restorable, period, settled_below) or 0",
-            "return min((q for q in Positions.of(published) if restorable(q)), default=0)",
+            "return bounds.largest(published)",
+            "return min((q for q in Positions.of(published) if bounds.admit(q)), default=0)",
         ),
     )
 }
