@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import z3
 
 from models import arith
+from proofs.mutation.coverage import tracking
 from proofs.mutation.operators import size_kind
 from proofs.mutation.patch import Patch, applied, compile_patched, live_function
 from proofs.mutation.reach import BoolLeaf, Call, Fixed, IntLeaf, Record, Sequence_
@@ -34,6 +35,7 @@ class Equivalence:
     verdict: str  # EQUIVALENT, DIFFERS or UNDECIDED
     detail: str = ""
     witness: dict | None = None  # for DIFFERS: the inputs (variant and arguments) where they differ
+    ran: bool = True  # for EQUIVALENT: whether the reading evaluated the mutated text (coverage.py)
 
 
 def check(
@@ -46,7 +48,7 @@ def check(
     function that reads it and that function's calls. A helper that differs
     from the original only on inputs its callers never pass is equivalent
     when every caller, running the mutant, equals the original caller."""
-    answer = _check_function(live_function(patch.module, patch.function), compile_patched(patch), calls, rlimit)
+    answer = _check_function(live_function(patch.module, patch.function), compile_patched(patch), calls, rlimit, patch)
     if answer.verdict == EQUIVALENT or not callers:
         return answer
     for name, caller_calls in callers:
@@ -56,7 +58,7 @@ def check(
             with applied(patch):
                 return caller(*arguments, **keywords)
 
-        through = _check_function(caller, running_the_mutant, caller_calls, rlimit)
+        through = _check_function(caller, running_the_mutant, caller_calls, rlimit, patch)
         if through.verdict == UNDECIDED:
             # The helper differing alone decides nothing: its callers may never pass that input.
             return Equivalence(UNDECIDED, f"different alone ({answer.detail}); through {name}: {through.detail}")
@@ -68,18 +70,22 @@ def check(
     )
 
 
-def _check_function(original, mutant, calls: list[Call], rlimit: int) -> Equivalence:
+def _check_function(original, mutant, calls: list[Call], rlimit: int, patch: Patch) -> Equivalence:
     if not calls:
         return Equivalence(UNDECIDED, "no theorem reads the function with symbolic arguments, so none to compare on")
+    ran = False
     for call in calls:
-        answer = _check_call(original, mutant, call, rlimit)
+        answer = _check_call(original, mutant, call, rlimit, patch)
         if answer.verdict != EQUIVALENT:
             return answer
+        ran = ran or answer.ran
+    if not ran:
+        return Equivalence(UNDECIDED, "the mutated text did not run in any reading with Z3 terms")
     variants = sorted({c.variant.name for c in calls})
     return Equivalence(EQUIVALENT, f"equal on {len(calls)} argument shapes ({', '.join(variants)})")
 
 
-def _check_call(original, mutant, call: Call, rlimit: int) -> Equivalence:
+def _check_call(original, mutant, call: Call, rlimit: int, patch: Patch) -> Equivalence:
     read_as = dict(call.arguments).get("variant")
     where = f"for {read_as.value.name if isinstance(read_as, Fixed) else call.variant.name}"
     ctx = z3.Context()
@@ -95,7 +101,8 @@ def _check_call(original, mutant, call: Call, rlimit: int) -> Equivalence:
                 continue
             defined = len(context.obligations)
             try:
-                got = mutant(**arguments)
+                with tracking(patch) as ran:
+                    got = mutant(**arguments)
             except Exception as error:  # the mutant fails where the original reads
                 return Equivalence(DIFFERS, f"{where}: the mutant raises {type(error).__name__}: {error}")
             read = (leaves, arguments, expected, got, context.obligations[start:defined], context.obligations[defined:])
@@ -109,7 +116,7 @@ def _check_call(original, mutant, call: Call, rlimit: int) -> Equivalence:
                 DIFFERS, f"{where}: the result's shape differs ({_describe(expected)} -> {_describe(got)})"
             )
         if difference is False and not mutant_domain:
-            return Equivalence(EQUIVALENT)
+            return Equivalence(EQUIVALENT, ran=ran[0])
         solver = z3.SimpleSolver(ctx=ctx)
         solver.set("rlimit", rlimit)
         solver.add(*context.definitions, *domain)
@@ -117,7 +124,7 @@ def _check_call(original, mutant, call: Call, rlimit: int) -> Equivalence:
         solver.add(z3.Or(_term(difference, ctx), z3.Not(z3.And(*mutant_domain, ctx))))
         answer = solver.check()
         if answer == z3.unsat:
-            return Equivalence(EQUIVALENT)
+            return Equivalence(EQUIVALENT, ran=ran[0])
         if answer == z3.unknown:
             return Equivalence(UNDECIDED, f"{where}: Z3 answered unknown ({solver.reason_unknown()})")
         # A witness with every size at least 1, where there is one: easier to read.

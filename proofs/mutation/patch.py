@@ -48,6 +48,19 @@ class Patch:
         start = self._start(text)
         return text[:start] + self.after + text[start + len(self.before) :]
 
+    def region(self) -> tuple[str, int, int, int, int]:
+        """Where the replacing text lies in the compiled patched function: its file, and first line and
+        column, last line and end column (columns of the dedented source `compile_patched` compiles)."""
+        source = function_source(self.module, self.function)
+        start = self._start(source.text)
+        text = self.patched_text()
+        end = start + len(self.after)
+
+        def line_and_column(at: int) -> tuple[int, int]:
+            return source.first_line + text.count("\n", 0, at), at - (text.rfind("\n", 0, at) + 1)
+
+        return (str(REPO / source.path), *line_and_column(start), *line_and_column(end))
+
     def diff(self) -> str:
         source = function_source(self.module, self.function)
         lines = difflib.unified_diff(
