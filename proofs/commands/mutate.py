@@ -44,6 +44,12 @@ def add_parser(sub) -> None:
     )
     mutate.add_argument("--function", help="only the functions whose qualified name is this (e.g. chunk_end)")
     mutate.add_argument(
+        "--mutant",
+        action="append",
+        metavar="IDENT",
+        help="only this mutant, by the ident --list prints (repeatable)",
+    )
+    mutate.add_argument(
         "--sample", type=positive_integer, metavar="N", help="run N mutants drawn at random (see --seed)"
     )
     mutate.add_argument("--seed", type=non_negative_integer, default=0, help="the draw of --sample (default 0)")
@@ -65,6 +71,11 @@ def run(args: argparse.Namespace) -> int:
         mutants = [m for m in mutants if m.patch.function == args.function]
         if not mutants:
             raise UsageError(f"--function: no mutant of a function named {args.function!r} in {', '.join(modules)}")
+    if args.mutant is not None:
+        unknown = sorted(set(args.mutant) - {m.ident for m in mutants})
+        if unknown:
+            raise UsageError(f"--mutant: no mutant {unknown[0]!r} among the {len(mutants)} selected (see --list)")
+        mutants = [m for m in mutants if m.ident in args.mutant]
     chosen = sample(mutants, args.sample, args.seed)
     if args.list:
         for m in chosen:
@@ -80,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
         "modules": list(modules),
         "operators": args.operator or "all",
         "function": args.function,
+        "mutants": args.mutant,
         "sample": args.sample,
         "seed": args.seed if args.sample else None,
         "jobs": args.jobs,

@@ -186,11 +186,14 @@ def decide_mutant(
     at the cost of every theorem that reads the function (one such mutant of
     offload_restorable took the catalogue more than 600 s, and its
     equivalence 2 s). That first comparison has a small budget, so a mutant
-    the catalogue kills costs little more. A survivor not shown equivalent
-    is run through the comparisons with vLLM's source that read the
-    function (`sources`; none when None), then compared again with the full
-    budget. Compared on some shapes only, a mutant is proved equivalent only
-    if nothing kills it."""
+    the catalogue kills costs little more; a survivor is compared again with
+    the full one. A survivor not proved equivalent is then run through the
+    comparisons with vLLM's source that read the function (`sources`; none
+    when None): after the equivalence, since a survivor the first
+    comparison leaves undecided is mostly equivalent, and the split's
+    comparison on it costs as much as the full equivalence (docs/mutation.md).
+    Compared on some shapes only, a mutant is proved equivalent only if no
+    theorem kills it."""
     started = time.perf_counter()
     result = _blank(mutant)
     answer = equivalence.Equivalence(equivalence.UNDECIDED, "not compared")
@@ -222,18 +225,18 @@ def decide_mutant(
                         why += f" ({_first_line(entry.reason)})"
                     result.killed_by.append(f"{run.theorem.name} / {run.variant}: {why}")
                     break
-    if result.status == GAP and answer.verdict != equivalence.EQUIVALENT and sources is not None:
-        _compare_with_source(mutant, sources, result)
     if result.status == GAP and answer.verdict != equivalence.DIFFERS:
         answer = _equivalence(mutant, calls, callers, equivalence.EQUIVALENCE_RLIMIT)
     if result.status == GAP and answer.verdict == equivalence.EQUIVALENT:
         result.status = EQUIVALENT
         result.reason = f"proved equivalent: {answer.detail}"
     elif result.status == GAP:
-        result.reason = "; ".join(r for r in (result.reason, f"not equivalent ({answer.detail})") if r)
-        if answer.verdict == equivalence.UNDECIDED:
-            result.reason = result.reason.replace("not equivalent", "equivalence not decided")
+        undecided = answer.verdict == equivalence.UNDECIDED
+        equivalence_line = f"{'equivalence not decided' if undecided else 'not equivalent'} ({answer.detail})"
+        result.reason = "; ".join(r for r in (result.reason, equivalence_line) if r)
         result.witness = answer.witness
+        if sources is not None:
+            _compare_with_source(mutant, sources, result)
     result.seconds = round(time.perf_counter() - started, 2)
     return result
 

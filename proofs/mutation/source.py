@@ -135,7 +135,7 @@ def kill(function: str, comparisons: SourceComparisons) -> tuple[SourceKill | No
     and the verdicts of those that did not kill."""
     if not comparisons.available:
         return None, []
-    shipped = _shipped_for(comparisons)
+    shipped = shipped_functions_of(comparisons)
     verdicts = []
     for name in comparisons.usable(function):
         verdict = _equivalence(name, shipped)
@@ -151,8 +151,9 @@ def kill(function: str, comparisons: SourceComparisons) -> tuple[SourceKill | No
     return None, verdicts
 
 
-def _shipped_for(comparisons: SourceComparisons):
-    if comparisons.label not in _shipped:  # a worker that was not forked from the parent
+def shipped_functions_of(comparisons: SourceComparisons):
+    """The shipped functions the comparisons read (loaded again in a worker not forked from the parent)."""
+    if comparisons.label not in _shipped:
         return shipped_functions(source_for(version=VERSION, download=False))
     return _shipped[comparisons.label]
 
