@@ -73,6 +73,8 @@ def test_without_a_vllm_source_the_survivor_falls_through_to_equivalence_and_it_
         "survivors are not compared with vLLM 0.33.0"
     ]
     assert comparisons.to_json()["available"] is False
+    # Which comparisons were left out is still recorded.
+    assert comparisons.to_json()["readers"]["models.scheduler:checkpoint_valid"] == ["checkpoint_valid", "split"]
     assert "no wheel in /nowhere" in comparisons.to_json()["reason"]
     # No catalogue run here: the mutant is a survivor, and without the source it is a gap, as before.
     runs = engine_runs()

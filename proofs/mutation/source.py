@@ -83,13 +83,14 @@ _shipped: dict[str, object] = {}  # the ShippedFunctions of this process (a fork
 def prepare(functions: list[tuple[str, str]], progress: Callable[[str], None]) -> SourceComparisons:
     """The comparisons that read any of `functions` (module, qualified name),
     each run once on the original model; one progress line either way."""
+    readers = model_readers(functions)
     try:
         source = source_for(version=VERSION, download=False)
     except SourceError as error:
-        comparisons = SourceComparisons(reason=f"no vLLM {VERSION} source: {error}")
+        comparisons = SourceComparisons(reason=f"no vLLM {VERSION} source: {error}", readers=readers)
         progress(f"gridproof mutate: {comparisons.reason}; survivors are not compared with vLLM {VERSION}")
         return comparisons
-    comparisons = SourceComparisons(label=source.label, readers=model_readers(functions))
+    comparisons = SourceComparisons(label=source.label, readers=readers)
     wanted = sorted({name for names in comparisons.readers.values() for name in names})
     if wanted:
         progress(f"gridproof mutate: the comparisons with {source.label} on the original model: {', '.join(wanted)}")
