@@ -124,11 +124,14 @@ def render(results, figures: dict, sources: source_comparisons.SourceComparisons
     for operator, counts in sorted(figures["by_operator"].items()):
         lines.append(f"  {operator:14} {counts['killed']:4} {counts['equivalent']:4} {counts['gap']:4}")
     score = "n/a" if figures["score"] is None else f"{figures['score']}%"
-    source = f"vLLM {source_comparisons.VERSION}'s source" if sources.available else "no source (none at hand)"
+    version = source_comparisons.VERSION
+    source = f"{figures['killed_by_source']} by a comparison with vLLM {version}'s source"
+    if not sources.available:
+        source = f"none compared with vLLM {version}'s source, not at hand"
     lines += [
         "",
         f"{figures['generated']} mutants: {figures['killed']} killed ({figures['killed_by_reference']} by a "
-        f"comparison with 0.33.0, {figures['killed_by_source']} by a comparison with {source}, "
+        f"catalogue comparison with 0.33.0, {source}, "
         f"{figures['killed_by_error']} by an ERROR or the model raising), "
         f"{figures['equivalent']} proved equivalent, {figures['gaps']} gaps; "
         f"score {score} = killed / (generated - equivalent); "
