@@ -9,9 +9,10 @@ killed, as `gridproof prove --tier all` would have failed. A model that
 divides by zero on an input a theorem admits is refuted (solver: a crash is
 a refutation); one that raises otherwise is killed only that way too: the
 catalogue reports it as ERROR. A
-mutant no theorem notices is run through the comparisons with vLLM 0.33.0's
-source that read the mutated function (source.py): one REFUTED kills it.
-Otherwise it is checked for equivalence (equivalence.py), or it is a gap.
+mutant no theorem notices is checked for equivalence (equivalence.py); one
+not proved equivalent is run through the comparisons with vLLM 0.33.0's
+source that read the mutated function (source.py), and one REFUTED kills
+it; otherwise it is a gap.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ from proofs.mutation.callers import private_callers
 from proofs.mutation.operators import Mutant
 from proofs.mutation.patch import applied
 from proofs.mutation.reach import Call, Reach, capture, key
-from proofs.mutation.source import SourceComparisons
 from proofs.runner import Run, load_manifest, plan_runs, run_theorem
 from proofs.solver import SolverOptions, shared_queries
 
@@ -100,7 +100,7 @@ def run_mutants(
     jobs: int = 1,
     timeout: float = DEFAULT_TIMEOUT,
     progress: Callable[[str], None] = lambda _line: None,
-    sources: SourceComparisons | None = None,
+    sources: source_comparisons.SourceComparisons | None = None,
 ) -> list[Result]:
     """`sources`: the comparisons with vLLM's source (source.prepare); prepared here when None."""
     runs = engine_runs()
@@ -175,7 +175,7 @@ def decide_mutant(
     calls: list[Call],
     callers: list[tuple[str, list[Call]]] = (),
     every_shape: bool = False,
-    sources: SourceComparisons | None = None,
+    sources: source_comparisons.SourceComparisons | None = None,
 ) -> Result:
     """Killed, equivalent or a gap; in the calling process (a worker: the patch is applied here).
 
@@ -241,7 +241,7 @@ def decide_mutant(
     return result
 
 
-def _compare_with_source(mutant: Mutant, sources: SourceComparisons, result: Result) -> None:
+def _compare_with_source(mutant: Mutant, sources: source_comparisons.SourceComparisons, result: Result) -> None:
     """Killed when a comparison with vLLM's source, run on the mutated model, is REFUTED."""
     with applied(mutant.patch):
         found, verdicts = source_comparisons.kill(key(mutant.patch.module, mutant.patch.function), sources)
