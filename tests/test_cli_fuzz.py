@@ -310,6 +310,7 @@ def test_mutate_never_raises(tmp_path_factory, capsys, data):
     argv += _flag(draw, "--module", st.sampled_from(["reuse", "plan", "prefill"]), st.sampled_from(["arith", ""]))
     argv += _flag(draw, "--operator", st.sampled_from(["relational", "drop-stop"]), odd_text)
     argv += _flag(draw, "--function", st.sampled_from(["chunk_end", "gpu_restore"]), odd_text)
+    argv += _flag(draw, "--mutant", st.sampled_from(["reuse:gpu_restore:arith+1:0", "plan:plan:compare-1:0"]), odd_text)
     argv += _flag(draw, "--sample", st.sampled_from(["1", "3"]), odd_numbers)
     argv += _flag(draw, "--seed", st.sampled_from(["0", "5"]), odd_numbers)
     argv += _flag(draw, "--jobs", st.just("1"), odd_numbers)

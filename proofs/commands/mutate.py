@@ -9,8 +9,9 @@ import sys
 import time
 
 from proofs.commands.arguments import UsageError, non_negative_integer, positive_integer
+from proofs.mutation import source as source_comparisons
 from proofs.mutation.operators import DEFAULT_MODULES, OPERATORS, generate
-from proofs.mutation.run import DEFAULT_TIMEOUT, GAP, run_mutants, sample, summary
+from proofs.mutation.run import DEFAULT_TIMEOUT, GAP, mutated_functions, run_mutants, sample, summary
 
 MODULES = ("config", "plan", "scheduler", "prefill", "reuse", "geometry")
 
@@ -43,6 +44,12 @@ def add_parser(sub) -> None:
     )
     mutate.add_argument("--function", help="only the functions whose qualified name is this (e.g. chunk_end)")
     mutate.add_argument(
+        "--mutant",
+        action="append",
+        metavar="IDENT",
+        help="only this mutant, by the ident --list prints (repeatable)",
+    )
+    mutate.add_argument(
         "--sample", type=positive_integer, metavar="N", help="run N mutants drawn at random (see --seed)"
     )
     mutate.add_argument("--seed", type=non_negative_integer, default=0, help="the draw of --sample (default 0)")
@@ -64,6 +71,11 @@ def run(args: argparse.Namespace) -> int:
         mutants = [m for m in mutants if m.patch.function == args.function]
         if not mutants:
             raise UsageError(f"--function: no mutant of a function named {args.function!r} in {', '.join(modules)}")
+    if args.mutant is not None:
+        unknown = sorted(set(args.mutant) - {m.ident for m in mutants})
+        if unknown:
+            raise UsageError(f"--mutant: no mutant {unknown[0]!r} among the {len(mutants)} selected (see --list)")
+        mutants = [m for m in mutants if m.ident in args.mutant]
     chosen = sample(mutants, args.sample, args.seed)
     if args.list:
         for m in chosen:
@@ -72,22 +84,25 @@ def run(args: argparse.Namespace) -> int:
         return 0
     started = time.perf_counter()
     print(f"gridproof mutate: {len(chosen)} of {len(mutants)} mutants of {', '.join(modules)}", file=sys.stderr)
-    results = run_mutants(chosen, jobs=args.jobs, timeout=args.timeout, progress=_progress)
+    sources = source_comparisons.prepare(mutated_functions(chosen), _progress)
+    results = run_mutants(chosen, jobs=args.jobs, timeout=args.timeout, progress=_progress, sources=sources)
     figures = summary(results, time.perf_counter() - started)
     selection = {
         "modules": list(modules),
         "operators": args.operator or "all",
         "function": args.function,
+        "mutants": args.mutant,
         "sample": args.sample,
         "seed": args.seed if args.sample else None,
         "jobs": args.jobs,
     }
     if args.json:
         document = {"format": "gridproof-mutation/1", "selection": selection, **figures}
+        document["source"] = sources.to_json()
         document["mutants"] = [r.to_json() for r in results]
         print(json.dumps(document, indent=2))
     else:
-        print(render(results, figures))
+        print(render(results, figures, sources))
     below = args.fail_under is not None and (figures["score"] is None or figures["score"] < args.fail_under)
     return 1 if below else 0
 
@@ -96,7 +111,7 @@ def _progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def render(results, figures: dict) -> str:
+def render(results, figures: dict, sources: source_comparisons.SourceComparisons) -> str:
     lines = []
     gaps = [r for r in results if r.status == GAP]
     if gaps:
@@ -109,10 +124,15 @@ def render(results, figures: dict) -> str:
     for operator, counts in sorted(figures["by_operator"].items()):
         lines.append(f"  {operator:14} {counts['killed']:4} {counts['equivalent']:4} {counts['gap']:4}")
     score = "n/a" if figures["score"] is None else f"{figures['score']}%"
+    version = source_comparisons.VERSION
+    source = f"{figures['killed_by_source']} by a comparison with vLLM {version}'s source"
+    if not sources.available:
+        source = f"none compared with vLLM {version}'s source, not at hand"
     lines += [
         "",
         f"{figures['generated']} mutants: {figures['killed']} killed ({figures['killed_by_reference']} by a "
-        f"comparison with 0.33.0, {figures['killed_by_error']} by an ERROR or the model raising), "
+        f"catalogue comparison with 0.33.0, {source}, "
+        f"{figures['killed_by_error']} by an ERROR or the model raising), "
         f"{figures['equivalent']} proved equivalent, {figures['gaps']} gaps; "
         f"score {score} = killed / (generated - equivalent); "
         f"{figures['seconds']} s",

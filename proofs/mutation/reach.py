@@ -11,10 +11,11 @@ fixed), are the inputs of the equivalence check (equivalence.py).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import random
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import z3
@@ -92,20 +93,35 @@ def shape(value: object) -> object:
     return Fixed(value)
 
 
+def codes_of(functions: Iterable[tuple[str, str]]) -> dict:
+    """The code object of each (module, function), keyed to its "module:function"."""
+    return {live_function(m, f).__code__: key(m, f) for m, f in functions}
+
+
+@contextlib.contextmanager
+def profiled(codes: dict, on_call: Callable[[str, object], None]) -> Iterator[None]:
+    """Within the block, `on_call(name, frame)` on every call of a code in `codes`."""
+
+    def profile(frame, event, _arg):
+        if event == "call" and frame.f_code in codes:
+            on_call(codes[frame.f_code], frame)
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        yield
+    finally:
+        sys.setprofile(previous)
+
+
 def capture(functions: Iterable[tuple[str, str]], theorems: dict[str, list[str]]) -> Reach:
     """`theorems`: theorem name -> the engine variants it is decided for."""
-    codes = {live_function(m, f).__code__: key(m, f) for m, f in functions}
     reach = Reach()
     current: list[str] = [""]
     variant_now: list[Variant] = [VARIANTS["baseline"]]
     seen: set[tuple[str, str, str]] = set()
 
-    def profile(frame, event, _arg):
-        if event != "call":
-            return
-        name = codes.get(frame.f_code)
-        if name is None:
-            return
+    def record(name: str, frame) -> None:
         reach.theorems.setdefault(name, set()).add(current[0])
         code = frame.f_code
         if code.co_flags & (inspect_varargs | inspect_varkeywords):
@@ -123,9 +139,7 @@ def capture(functions: Iterable[tuple[str, str]], theorems: dict[str, list[str]]
         elif signature not in seen:
             reach.truncated.add(name)
 
-    previous = sys.getprofile()
-    sys.setprofile(profile)
-    try:
+    with profiled(codes_of(functions), record):
         for theorem_name, variants in theorems.items():
             theorem = CATALOGUE[theorem_name]
             current[0] = theorem_name
@@ -136,8 +150,6 @@ def capture(functions: Iterable[tuple[str, str]], theorems: dict[str, list[str]]
                     _read(obligation, variant_now[0])
                 if theorem.enumeration is not None:
                     decide_enumeration(theorem.enumeration, variant_now[0])  # every case, as a decision runs them
-    finally:
-        sys.setprofile(previous)
     return reach
 
 

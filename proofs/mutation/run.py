@@ -9,8 +9,10 @@ killed, as `gridproof prove --tier all` would have failed. A model that
 divides by zero on an input a theorem admits is refuted (solver: a crash is
 a refutation); one that raises otherwise is killed only that way too: the
 catalogue reports it as ERROR. A
-mutant no theorem notices is checked for equivalence (equivalence.py);
-otherwise it is a gap.
+mutant no theorem notices is checked for equivalence (equivalence.py); one
+not proved equivalent is run through the comparisons with vLLM 0.33.0's
+source that read the mutated function (source.py), and one REFUTED kills
+it; otherwise it is a gap.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from multiprocessing.connection import wait
 
 from models.variants import VARIANTS
 from proofs.mutation import equivalence
+from proofs.mutation import source as source_comparisons
 from proofs.mutation.callers import private_callers
 from proofs.mutation.operators import Mutant
 from proofs.mutation.patch import applied
@@ -75,7 +78,7 @@ def reach_of(mutants: list[Mutant], runs: list[Run]) -> Reach:
     theorems: dict[str, list[str]] = {}
     for run in runs:
         theorems.setdefault(run.theorem.name, []).append(run.variant)
-    functions = {(m.patch.module, m.patch.function) for m in mutants}
+    functions = set(mutated_functions(mutants))
     functions |= {(module, caller) for module, function in functions for caller in _callers(module, function)}
     return capture(sorted(functions), theorems)
 
@@ -97,9 +100,13 @@ def run_mutants(
     jobs: int = 1,
     timeout: float = DEFAULT_TIMEOUT,
     progress: Callable[[str], None] = lambda _line: None,
+    sources: source_comparisons.SourceComparisons | None = None,
 ) -> list[Result]:
+    """`sources`: the comparisons with vLLM's source (source.prepare); prepared here when None."""
     runs = engine_runs()
     reach = reach_of(mutants, runs)
+    if sources is None:
+        sources = source_comparisons.prepare(mutated_functions(mutants), progress)
     results: list[Result | None] = [None] * len(mutants)
     finished = 0
 
@@ -126,7 +133,7 @@ def run_mutants(
         while pending and len(live) < jobs:
             i, mutant, selected, calls, callers, every_shape = pending.pop(0)
             receiver, sender = context.Pipe(duplex=False)
-            arguments = (sender, mutant, selected, calls, callers, every_shape)
+            arguments = (sender, mutant, selected, calls, callers, every_shape, sources)
             process = context.Process(target=_child, args=arguments, daemon=True)
             process.start()
             sender.close()
@@ -153,8 +160,12 @@ def run_mutants(
     return [r for r in results if r is not None]
 
 
-def _child(sender, mutant: Mutant, runs: list[Run], calls: list[Call], callers: list, every_shape: bool) -> None:
-    sender.send(decide_mutant(mutant, runs, calls, callers, every_shape))
+def mutated_functions(mutants: list[Mutant]) -> list[tuple[str, str]]:
+    return sorted({(m.patch.module, m.patch.function) for m in mutants})
+
+
+def _child(sender, mutant: Mutant, runs: list[Run], calls: list[Call], callers: list, every_shape: bool, sources):
+    sender.send(decide_mutant(mutant, runs, calls, callers, every_shape, sources))
     sender.close()
 
 
@@ -164,6 +175,7 @@ def decide_mutant(
     calls: list[Call],
     callers: list[tuple[str, list[Call]]] = (),
     every_shape: bool = False,
+    sources: source_comparisons.SourceComparisons | None = None,
 ) -> Result:
     """Killed, equivalent or a gap; in the calling process (a worker: the patch is applied here).
 
@@ -174,9 +186,14 @@ def decide_mutant(
     at the cost of every theorem that reads the function (one such mutant of
     offload_restorable took the catalogue more than 600 s, and its
     equivalence 2 s). That first comparison has a small budget, so a mutant
-    the catalogue kills costs little more; a survivor is compared again
-    with the full one. Compared on some shapes only, a mutant is proved
-    equivalent only if no theorem kills it."""
+    the catalogue kills costs little more; a survivor is compared again with
+    the full one. A survivor not proved equivalent is then run through the
+    comparisons with vLLM's source that read the function (`sources`; none
+    when None): after the equivalence, since a survivor the first
+    comparison leaves undecided is mostly equivalent, and the split's
+    comparison on it costs as much as the full equivalence (docs/mutation.md).
+    Compared on some shapes only, a mutant is proved equivalent only if no
+    theorem kills it."""
     started = time.perf_counter()
     result = _blank(mutant)
     answer = equivalence.Equivalence(equivalence.UNDECIDED, "not compared")
@@ -214,12 +231,25 @@ def decide_mutant(
         result.status = EQUIVALENT
         result.reason = f"proved equivalent: {answer.detail}"
     elif result.status == GAP:
-        result.reason = "; ".join(r for r in (result.reason, f"not equivalent ({answer.detail})") if r)
-        if answer.verdict == equivalence.UNDECIDED:
-            result.reason = result.reason.replace("not equivalent", "equivalence not decided")
+        undecided = answer.verdict == equivalence.UNDECIDED
+        equivalence_line = f"{'equivalence not decided' if undecided else 'not equivalent'} ({answer.detail})"
+        result.reason = "; ".join(r for r in (result.reason, equivalence_line) if r)
         result.witness = answer.witness
+        if sources is not None:
+            _compare_with_source(mutant, sources, result)
     result.seconds = round(time.perf_counter() - started, 2)
     return result
+
+
+def _compare_with_source(mutant: Mutant, sources: source_comparisons.SourceComparisons, result: Result) -> None:
+    """Killed when a comparison with vLLM's source, run on the mutated model, is REFUTED."""
+    with applied(mutant.patch):
+        found, verdicts = source_comparisons.kill(key(mutant.patch.module, mutant.patch.function), sources)
+    result.reason = "; ".join(r for r in (result.reason, *verdicts) if r)
+    if found is not None:
+        result.status = KILLED
+        result.killed_by.append(found.line)
+        result.witness = found.witness
 
 
 def _equivalence(mutant: Mutant, calls: list[Call], callers, rlimit: int) -> equivalence.Equivalence:
@@ -268,6 +298,7 @@ def summary(results: list[Result], seconds: float) -> dict:
     gaps = [r for r in results if r.status == GAP]
     scored = generated - equivalent
     by_reference = sum(r.killed_by[0].split(" / ")[0] in REFERENCE_THEOREMS for r in killed)
+    by_source = sum(r.killed_by[0].startswith(source_comparisons.KILL_PREFIX) for r in killed)
     by_operator: dict[str, dict[str, int]] = {}
     for r in results:
         counts = by_operator.setdefault(r.operator, {KILLED: 0, EQUIVALENT: 0, GAP: 0})
@@ -276,6 +307,7 @@ def summary(results: list[Result], seconds: float) -> dict:
         "generated": generated,
         "killed": len(killed),
         "killed_by_reference": by_reference,
+        "killed_by_source": by_source,
         "killed_by_error": sum(any(": ERROR," in k or "raised" in k for k in r.killed_by) for r in killed),
         "equivalent": equivalent,
         "gaps": len(gaps),
