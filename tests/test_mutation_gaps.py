@@ -59,9 +59,15 @@ def test_a_mutant_equivalent_on_some_shapes_only_is_left_to_the_catalogue():
             "arith.all_of(eagle_drop, eagle_annotated)  ->  arith.all_of(eagle_drop)",
             "prefill-restore-published",
         ),
+        # The 0.33.0 model converting an annotated EAGLE group as PR457 does.
+        (
+            "scheduler:last_cacheable_position:drop-conjunct:1",
+            "p.eagle_spans and variant.converts_annotated_eagle  ->  p.eagle_spans",
+            "baseline-reads-no-eagle-annotation",
+        ),
     ],
 )
-def test_restore_mutants_are_killed_by_a_refutation(ident, summary, theorem):
+def test_former_gaps_are_killed_by_a_refutation(ident, summary, theorem):
     result = _decided(ident, summary, only={theorem})
     assert result.status == KILLED, result.reason
     assert result.killed_by[0].startswith(f"{theorem} / ")

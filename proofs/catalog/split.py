@@ -230,8 +230,8 @@ def no_jump(variant, x):
     return Claim(hypotheses=hypotheses, goal=arith.negate(_passes(start, end, point)))
 
 
-def eagle_backoff(variant, x):
-    p = split_params(x, eagle_spans=(x["draft_span"],), annotated=False)
+def eagle_backoff(variant, x, annotated=False):
+    p = split_params(x, eagle_spans=(x["draft_span"],), annotated=annotated)
     n = x["tokens"]
     return Claim(
         hypotheses={
@@ -241,6 +241,10 @@ def eagle_backoff(variant, x):
         },
         goal=last_cacheable_position(variant, p, n) == checkpoint_position(n, p.block, True),
     )
+
+
+def eagle_annotation_unread(variant, x):
+    return eagle_backoff(variant, x, annotated=True)
 
 
 def eagle_conversion(variant, x):
@@ -333,6 +337,15 @@ THEOREMS = (
         "With EAGLE block drop and no annotated EAGLE group, the last cacheable position is the "
         "one-recurrent-block backoff max(0, (N // R) * R - R).",
         eagle_backoff,
+        ints("draft_span", size=True),
+    ),
+    _theorem(
+        "baseline-reads-no-eagle-annotation",
+        "eagle",
+        "vLLM 0.33.0 has no EAGLE annotation (its split reads no EAGLE group): with EAGLE block drop and an "
+        "EAGLE group annotated, its last cacheable position is still the one-recurrent-block backoff "
+        "max(0, (N // R) * R - R). PR457 reads the annotation, and converts.",
+        eagle_annotation_unread,
         ints("draft_span", size=True),
     ),
     _theorem(
