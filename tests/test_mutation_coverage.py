@@ -8,7 +8,7 @@ from proofs.mutation import equivalence
 from proofs.mutation.patch import Patch
 from proofs.mutation.reach import BoolLeaf, Call, IntLeaf
 
-SOURCE = '''def pick(flag, size):
+SOURCE = """def pick(flag, size):
     if flag is True:
         return size + 1
     return size * 1
@@ -16,7 +16,7 @@ SOURCE = '''def pick(flag, size):
 
 def either(flag, size):
     return size + 1 if flag is True else size
-'''
+"""
 
 
 def _module(tmp_path, monkeypatch, name):
