@@ -542,12 +542,16 @@ def as_term(x: object, ctx: z3.Context) -> z3.ExprRef:
 
 
 def floordiv(x, d):
+    if type(x) is int and type(d) is int and d:  # the int reading, its commonest call, as Python divides
+        return x // d
     if is_symbolic(x, d):
         return _context().divide(*_terms(x, d))[0]
     return _concretely(operator.floordiv, x, d)
 
 
 def mod(x, d):
+    if type(x) is int and type(d) is int and d:
+        return x % d
     if is_symbolic(x, d):
         return _context().divide(*_terms(x, d))[1]
     return _concretely(operator.mod, x, d)
@@ -663,6 +667,11 @@ def gcd(*xs):
 
 
 def all_of(*conditions):
+    for c in conditions:
+        if type(c) is not bool:
+            break
+    else:  # the int reading's Booleans, its commonest call
+        return all(conditions)
     if is_symbolic(*conditions):
         terms = _terms(*conditions)
         return _and(*terms) if _booleans(terms) else z3.And(*terms)
@@ -672,6 +681,11 @@ def all_of(*conditions):
 
 
 def any_of(*conditions):
+    for c in conditions:
+        if type(c) is not bool:
+            break
+    else:
+        return any(conditions)
     if is_symbolic(*conditions):
         terms = _terms(*conditions)
         return _or(*terms) if _booleans(terms) else z3.Or(*terms)
