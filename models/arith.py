@@ -614,6 +614,8 @@ def round_down(x, d):
 def multiple(k, d):
     """k * d, a point of d's grid: the symbolic reading hands the solver the
     same monotonicity lemmas for k as for every quotient by d."""
+    if type(k) is int and type(d) is int:
+        return k * d
     if is_symbolic(k, d):
         _context()._register(*_terms(k, d))
     return k * d
@@ -695,6 +697,8 @@ def any_of(*conditions):
 
 
 def negate(condition):
+    if type(condition) is bool:
+        return not condition
     if is_symbolic(condition):
         if isinstance(condition, z3.BoolRef):
             context = condition.ctx
