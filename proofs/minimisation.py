@@ -163,7 +163,7 @@ class DeletionQueries:
             solver = self.encoding.solver(tracked=False, only=set(), lemmas=False)
             solver.add(self.negated_goal)
             if pins is not None:
-                solver.add(*self.encoding.pinned(pins))
+                solver.add(*pinned(self.encoding.sizes, pins))
             for name, hypothesis in self.encoding.hypotheses.items():
                 solver.add(z3.Implies(self.holds[name], hypothesis), z3.Implies(self.fails[name], z3.Not(hypothesis)))
             self.solvers[pins] = solver

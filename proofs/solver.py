@@ -237,14 +237,6 @@ class _Encoding:
         self.goal = z3.And(_bool(self.claim.goal, ctx), *context.obligations)
         context.prune([self.goal, *self.hypotheses.values(), *self.claim.covers.values()])
         self.problem = problem
-        self._pins: dict[tuple[int, int], list[z3.BoolRef]] = {}
-
-    def pinned(self, pins: tuple[int, int]) -> list[z3.BoolRef]:
-        """Every size input left symbolic within `pins` (low, high), built
-        once: the vacuity, cover and deletion checks pin the same sizes."""
-        if pins not in self._pins:
-            self._pins[pins] = minimisation.pinned(self.sizes, pins)
-        return self._pins[pins]
 
     def solver(
         self, tracked: bool, limit: int | None = None, only: set[str] | None = None, lemmas: bool | None = None
@@ -576,7 +568,7 @@ class _Problem:
         reproduce command."""
         for pins in minimisation.PINNED_RANGES if encoding.sizes else ():
             solver = encoding.solver(tracked=False, limit=minimisation.PINNED_RLIMIT, lemmas=False)
-            solver.add(*encoding.pinned(pins), target)
+            solver.add(*minimisation.pinned(encoding.sizes, pins), target)
             if self.check(solver, shared=False).result == z3.sat:
                 return True
         return False
