@@ -535,9 +535,12 @@ class _Problem:
         a case's reading (already made) reaches a cover first, and the
         claim is read with every flag free only for a cover no case reached."""
         readings = [self.encoding(case) for case in cases if case]
-        # The formula names its covers whatever the flags' values (it reads
-        # them as Z3 terms too): every case names the same.
-        for name in self.encoding(cases[0]).claim.covers:
+        # A formula names its covers whatever the flags' values (it reads
+        # them as Z3 terms too, and cannot branch on them): every case names
+        # the same. Should two cases not, the flags-free reading names them.
+        named = {tuple(reading.claim.covers) for reading in readings}
+        names = named.pop() if len(named) == 1 else tuple(self.encoding({}).claim.covers)
+        for name in names:
             if any(
                 name in case.claim.covers and self._pinned_model(case, _bool(case.claim.covers[name], self.context))
                 for case in readings
