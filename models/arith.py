@@ -542,12 +542,16 @@ def as_term(x: object, ctx: z3.Context) -> z3.ExprRef:
 
 
 def floordiv(x, d):
+    if type(x) is int and type(d) is int and d:  # the int reading, its commonest call, as Python divides
+        return x // d
     if is_symbolic(x, d):
         return _context().divide(*_terms(x, d))[0]
     return _concretely(operator.floordiv, x, d)
 
 
 def mod(x, d):
+    if type(x) is int and type(d) is int and d:
+        return x % d
     if is_symbolic(x, d):
         return _context().divide(*_terms(x, d))[1]
     return _concretely(operator.mod, x, d)
@@ -610,6 +614,8 @@ def round_down(x, d):
 def multiple(k, d):
     """k * d, a point of d's grid: the symbolic reading hands the solver the
     same monotonicity lemmas for k as for every quotient by d."""
+    if type(k) is int and type(d) is int:
+        return k * d
     if is_symbolic(k, d):
         _context()._register(*_terms(k, d))
     return k * d
@@ -663,6 +669,11 @@ def gcd(*xs):
 
 
 def all_of(*conditions):
+    for c in conditions:
+        if type(c) is not bool:
+            break
+    else:  # the int reading's Booleans, its commonest call
+        return all(conditions)
     if is_symbolic(*conditions):
         terms = _terms(*conditions)
         return _and(*terms) if _booleans(terms) else z3.And(*terms)
@@ -672,6 +683,11 @@ def all_of(*conditions):
 
 
 def any_of(*conditions):
+    for c in conditions:
+        if type(c) is not bool:
+            break
+    else:
+        return any(conditions)
     if is_symbolic(*conditions):
         terms = _terms(*conditions)
         return _or(*terms) if _booleans(terms) else z3.Or(*terms)
@@ -681,6 +697,8 @@ def any_of(*conditions):
 
 
 def negate(condition):
+    if type(condition) is bool:
+        return not condition
     if is_symbolic(condition):
         if isinstance(condition, z3.BoolRef):
             context = condition.ctx

@@ -351,7 +351,7 @@ class _Problem:
         unconfirmed: set[str] = set()
         # Shown needed by a check in some case: needed, whatever another case's check said.
         confirmed: set[str] = set()
-        admitted = 0
+        admitted: list[dict] = []
         queries: list[Query] = []
         for case in cases:
             label = _case_label(case)
@@ -367,14 +367,14 @@ class _Problem:
             queries += out.queries
             if out.verdict == VACUOUS and case:
                 continue
-            admitted += 1
+            admitted.append(case)
             if out.verdict != PROVED:
                 out.reason = label + out.reason
                 out.queries = queries
                 return out
-        if admitted == 0:
+        if not admitted:
             return Outcome(VACUOUS, reason="the hypotheses exclude every case", queries=queries)
-        covers = self._check_covers()
+        covers = self._check_covers(admitted)
         if covers is not None:
             return covers
         return Outcome(
@@ -528,11 +528,27 @@ class _Problem:
         ]
         return "".join(f"(set-option :{name} {_smt2_value(value)})\n" for name, value in options)
 
-    def _check_covers(self) -> Outcome | None:
-        encoding = self.encoding({})
-        for name in encoding.claim.covers:
+    def _check_covers(self, cases: list[dict]) -> Outcome | None:
+        """VACUOUS or UNKNOWN for a cover goal not shown reachable, else None.
+        `cases`: those the hypotheses admit. A model of a case's claim, read
+        with the case's flags fixed, is a model of the claim with them free:
+        a case's reading (already made) reaches a cover first, and the
+        claim is read with every flag free only for a cover no case reached."""
+        readings = [self.encoding(case) for case in cases if case]
+        # A formula names its covers whatever the flags' values (it reads
+        # them as Z3 terms too, and cannot branch on them): every case names
+        # the same. Should two cases not, the flags-free reading names them.
+        named = {tuple(reading.claim.covers) for reading in readings}
+        names = named.pop() if len(named) == 1 else tuple(self.encoding({}).claim.covers)
+        for name in names:
+            if any(
+                name in case.claim.covers and self._pinned_model(case, _bool(case.claim.covers[name], self.context))
+                for case in readings
+            ):
+                continue
+            encoding = self.encoding({})
             cover = _bool(encoding.claim.covers[name], self.context)
-            if self._pinned_model(encoding, cover):
+            if not readings and self._pinned_model(encoding, cover):
                 continue
             if refutation.search(self, {}, lambda e, name=name: _bool(e.claim.covers[name], self.context)) is not None:
                 continue

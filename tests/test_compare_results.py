@@ -112,3 +112,18 @@ def test_a_missing_file_and_a_missing_argument_are_exit_2(results, tmp_path):
     assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
     alone = _run("-m", "proofs.compare_results", str(first))
     assert alone.returncode == 2 and len(alone.stderr.strip().splitlines()) == 1
+
+
+def test_an_enumerated_counterexample_names_its_case(tmp_path):
+    # An enumerated theorem's failing case names its geometry ("g8"): a
+    # result holding one is read like any other, by report and compare alike.
+    run = _run("-m", "proofs.cli", "prove", "--theorem", "grid-period-shift", "--json", "--no-cache", "--jobs", "1")
+    assert run.returncode == 0, run.stderr
+    path = tmp_path / "enumerated.json"
+    path.write_text(run.stdout, encoding="utf-8")
+    refuted = next(e for e in json.loads(run.stdout)["entries"] if e["counterexample"])
+    assert any(isinstance(v, str) for v in refuted["counterexample"].values())
+    same = compare(path, path)
+    assert same.returncode == 0, same.stderr
+    report = _run("-m", "proofs.cli", "report", str(path))
+    assert report.returncode == 0, report.stderr

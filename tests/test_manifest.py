@@ -38,3 +38,13 @@ def test_theorems_with_slow_proofs_start_first_whatever_their_budget():
     larger_and_quick = [(f"v{i}", "PROVED", 20_000_000, "ci") for i in range(6)]
     order = sorted([large_and_quick, small_but_slow, larger_and_quick], key=_start_order)
     assert order == [small_but_slow, larger_and_quick, large_and_quick]
+
+
+def test_among_quick_theorems_more_cases_start_first():
+    from proofs.prove import _start_order
+
+    variants = [("baseline", "PROVED", 20_000_000, "ci")]
+    larger_budget = [("baseline", "PROVED", 40_000_000, "ci")]
+    # One obligation of four cases outweighs one with twice the budget and one case.
+    order = sorted([(larger_budget, 1), (variants, 4)], key=lambda task: _start_order(*task))
+    assert order == [(variants, 4), (larger_budget, 1)]

@@ -62,6 +62,21 @@ def test_a_field_read_with_another_value_falls_back_to_the_claims():
     assert pr457.same_claim_as == "baseline"
 
 
+def test_an_expected_refutation_is_decided_without_reading_claims(monkeypatch):
+    # prefill-published-on-target-boundaries: baseline and pr457 both
+    # expect REFUTED and read fields on which they differ; pr457 is decided
+    # (a probe), not compared by its claims' text.
+    import proofs.prove
+
+    def unread(*args):
+        raise AssertionError("claims read to find a twin of an expected refutation")
+
+    monkeypatch.setattr(proofs.prove, "claim_key", unread)
+    theorem = "prefill-published-on-target-boundaries"
+    _, entries = run_catalogue(theorem=theorem, variant="baseline,pr457", jobs=1, export=False)
+    assert [(e.verdict, e.same_claim_as) for e in entries] == [("REFUTED", ""), ("REFUTED", "")]
+
+
 def test_the_fields_read_are_recorded_however_they_are_read():
     from models.variants import BASELINE
 

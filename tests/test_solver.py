@@ -256,6 +256,29 @@ def test_unreachable_cover_goal_is_vacuous():
     assert decide(formula, (B,), None).verdict == VACUOUS
 
 
+def test_cover_goals_of_a_case_split_count_a_model_in_any_case_and_none_elsewhere():
+    # "flag with a large": reached only in the case flag=True, with a >= 3;
+    # "flag with a huge": in no case, though each case alone admits models.
+    flag = Var("flag", kind=Kind.BOOL)
+
+    def formula(covers):
+        def claim(variant, x):
+            return Claim(hypotheses={"a at most 5": x["a"] <= 5}, goal=x["a"] < 6, covers=covers(x))
+
+        return claim
+
+    def reached(x):
+        return {"flag with a large": arith.all_of(x["flag"], x["a"] >= 3)}
+
+    def unreachable(x):
+        return {**reached(x), "flag with a huge": arith.all_of(x["flag"], x["a"] >= 9)}
+
+    split = SolverOptions(case_split=("flag",))
+    assert decide(formula(reached), (A, flag), None, split).verdict == PROVED
+    outcome = decide(formula(unreachable), (A, flag), None, split)
+    assert outcome.verdict == VACUOUS and "flag with a huge" in outcome.reason
+
+
 def test_a_counterexample_that_does_not_replay_is_an_error():
     # An encoding bug: the symbolic reading disagrees with the concrete one.
     def formula(variant, x):

@@ -46,7 +46,8 @@ _KINDS = {
     "number": ("a number", lambda v: isinstance(v, int | float) and not isinstance(v, bool)),
     "str": ("a string", lambda v: isinstance(v, str)),
     "bool": ("true or false", lambda v: isinstance(v, bool)),
-    "scalar": ("an integer or true/false", lambda v: isinstance(v, int)),
+    # A counterexample's values: an input's integer or flag, or an enumerated case's name (its geometry).
+    "scalar": ("an integer, true/false or a name", lambda v: isinstance(v, int | str)),
     "any": ("anything", lambda v: True),
 }
 
