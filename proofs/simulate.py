@@ -108,7 +108,7 @@ def _steps_json(trace: Trace) -> list[dict]:
                     "steps": [period[0].step, period[-1].step],
                     "times": r.times,
                     "tokens": r.tokens,
-                    "why": "the same chunks at the same residue of the grid, far from the end",
+                    "why": "the steps from each repetition's starts reproduce the same chunks, shifted",
                 }
             },
         )
