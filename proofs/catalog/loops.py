@@ -355,15 +355,19 @@ def _threshold_kept(variant: Variant, case: Case, fast) -> str | None:
     """condense_beyond B: a run that would resume stepping beyond step B is condensed (the same repeat), and a
     condensed run resumes stepping beyond B, never at it."""
     r = fast.repeat
-    resumes = r.first + (r.times + 1) * r.length  # the step explicit stepping resumes at
+    resumes = _resumes_at(r)
     just_below = _trace(variant, case, condense_beyond=resumes - 1)
     if just_below.repeat != r:
         return f"condensing beyond step {resumes - 1}: repeat {just_below.repeat}, not {r}"
     at = _trace(variant, case, condense_beyond=resumes).repeat
-    resumed = None if at is None else at.first + (at.times + 1) * at.length
-    if resumed is not None and resumed <= resumes:
-        return f"condensing beyond step {resumes}, the run resumes stepping at step {resumed}"
+    if at is not None and _resumes_at(at) <= resumes:
+        return f"condensing beyond step {resumes}, the run resumes stepping at step {_resumes_at(at)}"
     return None
+
+
+def _resumes_at(r) -> int:
+    """The step explicit stepping resumes at after the repeat `r`."""
+    return r.first + (r.times + 1) * r.length
 
 
 # --- grid_period: a shift by it changes no step and no restore test ------------
