@@ -106,14 +106,19 @@ def reads_group_grid(variant, x, explicit, annotated):
             *(a == b for a, b in zip(p.target_spans, grid.target_spans, strict=True)),
             len(p.target_spans) == len(grid.target_spans),
             s.block == grid.split_block,
+            # The split's grid: PR457's cadence; 0.33.0's cache_config.block_size, reset after KV
+            # planning to the smallest prefix-cacheable spec block (v1/engine/core.py:335-349).
+            s.block == r
+            if variant.splits_on_cadence
+            else arith.all_of(
+                arith.all_in(s.block <= b for b in grid.spec_blocks),
+                arith.any_of(*(s.block == b for b in grid.spec_blocks)),
+            ),
             p.accepted == guard_accepts(variant, grid.cadence, grid.target_spans),
             # Partial hash hits: below S, with R > H, or R >= H under DCP (kv_cache_utils.py:762-801).
-            arith.implies(
-                s.partial_hits,
-                arith.all_of(h < s.sched_block, r >= h, arith.implies(x["dcp"] == 1, r > h)),
-            ),
-            arith.implies(s.eagle_drop, arith.all_of(x["eagle_drop"], s.lookahead == 0)),
-            arith.implies(s.shared_prefix, arith.all_of(x["shared"], s.partial_hits, annotated)),
+            s.partial_hits == arith.all_of(h < s.sched_block, r >= h, arith.implies(x["dcp"] == 1, r > h)),
+            s.eagle_drop == arith.all_of(x["eagle_drop"], s.lookahead == 0),
+            s.shared_prefix == arith.all_of(x["shared"], s.partial_hits, annotated),
             s.eagle_annotated == annotated,
             arith.implies(x["hash_block"] >= 1, h == x["hash_block"]),
             s.checkpoint_blocks == x["ckpt_blocks"],
@@ -188,9 +193,11 @@ THEOREMS = (
     _theorem(
         "plan-reads-group-grid",
         "The plan simulate runs reads the cadence, target spans and split grid that models.plan.group_grid "
-        "resolves (the ones the prefill theorems read) and accepts exactly what the guard accepts; its scheduler "
-        "block is a multiple of every group's span, partial hash hits need H < S and R > H (R >= H under DCP), "
-        "EAGLE drop needs no lookahead, a shared-prefix checkpoint needs partial hits and an EAGLE group.",
+        "resolves (the ones the prefill theorems read) and accepts exactly what the guard accepts; the split grid "
+        "is the cadence under PR457 and the smallest spec block under 0.33.0; its scheduler block is a multiple of "
+        "every group's span; partial hash hits are on exactly when H < S and R > H (R >= H under DCP), EAGLE drop "
+        "exactly when asked with no lookahead, a shared-prefix checkpoint exactly when asked with partial hits and "
+        "an EAGLE group.",
         reads_group_grid,
         ("plain", (False, False)),
         ("eagle", (False, True)),
