@@ -8,8 +8,9 @@ from proofs.catalog.groups import THEOREMS as GROUPS
 from proofs.catalog.loops import THEOREMS as LOOPS
 from proofs.catalog.plan import THEOREMS as PLAN
 from proofs.catalog.prefill import THEOREMS as PREFILL
+from proofs.catalog.recorded import THEOREMS as RECORDED
 from proofs.catalog.split import THEOREMS as SPLIT
 
-CATALOGUE: dict[str, Theorem] = {t.name: t for t in (*CONFIG, *PLAN, *SPLIT, *PREFILL, *GROUPS, *LOOPS)}
+CATALOGUE: dict[str, Theorem] = {t.name: t for t in (*CONFIG, *PLAN, *SPLIT, *PREFILL, *GROUPS, *LOOPS, *RECORDED)}
 
 __all__ = ["CATALOGUE", "Obligation", "Theorem"]

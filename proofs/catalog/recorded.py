@@ -1,0 +1,147 @@
+"""The baseline model against vLLM 0.33.0's own answers, recorded.
+
+`gridproof source` and the conformance tests hold the model to vLLM's code,
+but only where its source or an installed vLLM is at hand. The theorems that
+compare a variant with 0.33.0 (`*-default-equivalence`) read the model itself
+as the reference, so a fault in the code both sides share moves both. The
+recorded cases pin the baseline to what vLLM 0.33.0 returned: its split,
+checkpoint position and validity, and block-size resolution, on inputs
+drawn at and around the places each decides on.
+tests/conformance/recorded.py records them with the real vLLM;
+tests/conformance/test_recorded.py checks that this file is what it records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from functools import cache
+from pathlib import Path
+
+from models.config import ConfigInputs, resolve
+from models.errors import GridproofError
+from models.scheduler import SplitCall, SplitParams, checkpoint_position, checkpoint_valid, split
+from models.variants import BASELINE, PR457, PR457_GUARDED
+from proofs.catalog.base import Theorem
+from proofs.enumerated import Case, Enumeration, Verdict
+
+VERSION = "0.33.0"
+RECORDED = Path(__file__).resolve().parent.parent / "recorded" / f"vllm-{VERSION}.json"
+# vLLM 0.33.0 has no EAGLE conversion: its split reads no EAGLE spans.
+SPLIT_PARAMS = tuple(f.name for f in fields(SplitParams) if f.name not in ("eagle_spans", "eagle_annotated"))
+SPLIT_CALL = tuple(f.name for f in fields(SplitCall))
+
+
+class RecordedCasesError(GridproofError):
+    """The recorded vLLM answers are missing or do not read as recorded."""
+
+
+@dataclass(frozen=True)
+class RecordedFunction:
+    """One of vLLM's functions as the model answers it: the recorded input
+    and output columns, and the model's answer (a tuple, vLLM's None as 0)."""
+
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    model: Callable[[object, dict], tuple]
+
+
+def _split(variant, x: dict) -> tuple:
+    params = SplitParams(**{name: x[name] for name in SPLIT_PARAMS})
+    return (split(variant, params, SplitCall(**{name: x[name] for name in SPLIT_CALL})),)
+
+
+def _resolve(variant, x: dict) -> tuple:
+    resolved = resolve(variant, ConfigInputs(**x))
+    return resolved.block_size, resolved.mamba_block_size, resolved.mamba_page_size_padded
+
+
+FUNCTIONS = {
+    # First: PR457 differs here. A mamba_block_size given on entry is the user's --mamba-block-size
+    # (explicit_mamba_block_size): 0.33.0 overwrites it in align mode, PR457 keeps it.
+    "config": RecordedFunction(
+        tuple(f.name for f in fields(ConfigInputs)),
+        ("block_size", "mamba_block_size", "mamba_page_size_padded"),
+        _resolve,
+    ),
+    "split": RecordedFunction((*SPLIT_PARAMS, *SPLIT_CALL), ("scheduled",), _split),
+    "checkpoint_position": RecordedFunction(
+        ("num_tokens", "block", "drop_eagle_block", "lookahead"),
+        ("position",),
+        lambda _variant, x: (checkpoint_position(*x.values()),),
+    ),
+    "checkpoint_valid": RecordedFunction(
+        ("query_start", "query_end", "position", "hash_block", "cadence", "alignment"),
+        ("valid",),
+        lambda _variant, x: (checkpoint_valid(*x.values()),),
+    ),
+}
+
+
+@cache
+def recorded() -> dict:
+    """The recorded file, checked against FUNCTIONS' columns."""
+    try:
+        data = json.loads(RECORDED.read_bytes())
+    except (OSError, ValueError) as error:
+        raise RecordedCasesError(f"{RECORDED}: cannot read the recorded vLLM {VERSION} answers: {error}") from None
+    if not isinstance(data, dict) or data.get("vllm") != VERSION:
+        raise RecordedCasesError(f"{RECORDED}: not a record of vLLM {VERSION}")
+    for name, function in FUNCTIONS.items():
+        table = data.get(name)
+        columns = [*function.inputs, *function.outputs]
+        if not isinstance(table, dict) or table.get("columns") != columns:
+            raise RecordedCasesError(f"{RECORDED}: {name}: expected the columns {columns}")
+        if any(not isinstance(row, list) or len(row) != len(columns) for row in table.get("cases", [])):
+            raise RecordedCasesError(f"{RECORDED}: {name}: every case needs {len(columns)} values")
+    return data
+
+
+def _cases(_variant) -> list[Case]:
+    cases = []
+    for name, function in FUNCTIONS.items():
+        for i, row in enumerate(recorded()[name]["cases"]):
+            n = len(function.inputs)
+            inputs = dict(zip(function.inputs, row[:n], strict=True))
+            cases.append({"function": name, "case": i, "inputs": inputs, "vllm": row[n:]})
+    return cases
+
+
+def matches_recorded(variant, case: Case) -> Verdict:
+    function = FUNCTIONS[case["function"]]
+    got = list(function.model(variant, case["inputs"]))
+    if got != case["vllm"]:
+        answer = dict(zip(function.outputs, case["vllm"], strict=True))
+        mine = dict(zip(function.outputs, got, strict=True))
+        return Verdict(f"{case['function']} case {case['case']}: vLLM {VERSION} returned {answer}, the model {mine}")
+    return Verdict()
+
+
+def _domain() -> str:
+    """The recorded cases, by function, and the file's digest: a changed
+    record is another domain (and another proof-cache key)."""
+    try:
+        data = recorded()
+    except RecordedCasesError as error:
+        return f"the recorded cases ({error})"
+    counts = ", ".join(f"{len(data[name]['cases'])} {name}" for name in FUNCTIONS)
+    digest = hashlib.sha256(RECORDED.read_bytes()).hexdigest()[:16]
+    return f"every case recorded from vLLM {VERSION} in proofs/recorded/{RECORDED.name}: {counts} (sha256 {digest}...)"
+
+
+THEOREMS = (
+    Theorem(
+        "baseline-matches-recorded-vllm",
+        "recorded",
+        f"Bounded, by enumeration: on every recorded call of vLLM {VERSION}'s own split "
+        "(`Scheduler._mamba_block_aligned_split`), checkpoint position and validity "
+        "(`get_mamba_prefill_checkpoint_position`, `is_mamba_prefill_checkpoint_valid`) and block-size "
+        "resolution (`Platform._align_hybrid_block_size`), the model answers as vLLM did. "
+        f"{BASELINE.name} does on every case; {PR457.name} and {PR457_GUARDED.name} keep an explicit "
+        "--mamba-block-size in align mode, where 0.33.0 overwrites it.",
+        (),
+        enumeration=Enumeration(_domain(), _cases, matches_recorded),
+    ),
+)

@@ -1,0 +1,138 @@
+"""Records vLLM 0.33.0's own outputs on a fixed set of inputs, for the
+catalogue theorem `baseline-matches-recorded-vllm` (proofs/catalog/recorded.py).
+
+The conformance tests compare the model with the real vLLM on fresh inputs
+every run, but only where vLLM is installed; the recorded cases let
+`gridproof prove` hold the baseline model to vLLM's answers without it. The
+inputs are drawn with a fixed seed from the conformance inputs (boundary
+values first, then random ones), so recording twice gives the same file;
+`test_recorded.py` records again with the real vLLM and checks the committed
+file is exactly that.
+
+    cd tests && python3 -m conformance.recorded --write
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import random
+import sys
+from pathlib import Path
+
+from conformance import boundaries, config_inputs, split_inputs
+from models.config import ConfigInputs
+from models.scheduler import SplitCall, SplitParams
+from proofs.catalog.recorded import FUNCTIONS, RECORDED, SPLIT_CALL, SPLIT_PARAMS, VERSION
+
+SEED = 20261201
+SPLIT_BOUNDARY_CASES = 1500
+SPLIT_RANDOM_CASES = 1000
+CHECKPOINT_POSITION_CASES = 400
+CHECKPOINT_VALID_CASES = 1500
+CONFIG_BOUNDARY_CASES = 800
+CONFIG_RANDOM_CASES = 400
+
+
+def _sample(rng: random.Random, cases: list, count: int) -> list:
+    return cases if len(cases) <= count else rng.sample(cases, count)
+
+
+def _split_row(p: SplitParams, call: SplitCall, result: int) -> list:
+    if p.eagle_spans:  # vLLM 0.33.0 has no EAGLE conversion: nothing of it is recorded
+        raise ValueError("a recorded split case has no EAGLE spans")
+    return [*(getattr(p, f) for f in SPLIT_PARAMS), *(getattr(call, f) for f in SPLIT_CALL), result]
+
+
+def _config_inputs(scenario) -> ConfigInputs:
+    """The model's inputs for a scenario; a `mamba_block_size` given on entry
+    is the user's --mamba-block-size (what PR457 keeps)."""
+    inputs = config_inputs.model_inputs(scenario)
+    return dataclasses.replace(inputs, explicit_mamba_block_size=inputs.mamba_block_size != 0)
+
+
+def _returned(function, *arguments):
+    """What the real function returns, or None where it raises: such inputs are not recorded."""
+    try:
+        return function(*arguments)
+    except Exception:  # vLLM refuses the input (an assert, a division by zero): not a case to hold the model to
+        return None
+
+
+def record(real_split, real_config) -> dict:
+    rng = random.Random(SEED)
+    split_cases = _sample(rng, list(boundaries.split_cases()), SPLIT_BOUNDARY_CASES)
+    for _ in range(SPLIT_RANDOM_CASES):
+        p = split_inputs.random_params(rng)
+        split_cases.append((p, split_inputs.random_call(rng, p)))
+    positions = _sample(rng, list(boundaries.checkpoint_position_cases()), CHECKPOINT_POSITION_CASES)
+    valid = _sample(rng, list(boundaries.checkpoint_valid_cases()), CHECKPOINT_VALID_CASES // 2)
+    valid += [split_inputs.random_checkpoint_valid_input(rng) for _ in range(CHECKPOINT_VALID_CASES // 2)]
+    scenarios = _sample(rng, list(config_inputs.boundary_scenarios()), CONFIG_BOUNDARY_CASES)
+    scenarios += [config_inputs.random_scenario(rng) for _ in range(CONFIG_RANDOM_CASES)]
+
+    def rows(cases, real, row):
+        kept = []
+        for case in cases:
+            result = _returned(real, *case)
+            if result is not None:
+                kept.append(row(*case, result))
+        return kept
+
+    def config_row(scenario, result):
+        inputs = _config_inputs(scenario)
+        return [*(getattr(inputs, name) for name in FUNCTIONS["config"].inputs), *(v or 0 for v in result)]
+
+    tables = {
+        "split": rows(split_cases, real_split.split, _split_row),
+        "checkpoint_position": rows(positions, real_split.checkpoint_position, lambda *row: list(row)),
+        "checkpoint_valid": rows(valid, real_split.checkpoint_valid, lambda *row: list(row)),
+        "config": rows(((s,) for s in scenarios), real_config.resolve, config_row),
+    }
+    result = {"vllm": VERSION, "recorded_by": f"tests/conformance/recorded.py, seed {SEED}"}
+    for name, function in FUNCTIONS.items():
+        result[name] = {"columns": [*function.inputs, *function.outputs], "cases": tables[name]}
+    return result
+
+
+def dumps(recorded: dict) -> str:
+    """One case per line: the file stays readable and a change shows as lines in a diff."""
+    lines = ["{"]
+    for i, (key, value) in enumerate(recorded.items()):
+        end = "," if i < len(recorded) - 1 else ""
+        if isinstance(value, dict):
+            lines.append(f"  {json.dumps(key)}: {{")
+            lines.append(f'    "columns": {json.dumps(value["columns"])},')
+            lines.append('    "cases": [')
+            cases = value["cases"]
+            lines.extend(f"      {json.dumps(c)}{',' if j < len(cases) - 1 else ''}" for j, c in enumerate(cases))
+            lines.append("    ]")
+            lines.append(f"  }}{end}")
+        else:
+            lines.append(f"  {json.dumps(key)}: {json.dumps(value)}{end}")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help=f"write {RECORDED} (default: print a summary)")
+    args = parser.parse_args(argv)
+    from proofs.real_vllm import quietly
+    from proofs.real_vllm.config import RealConfig
+    from proofs.real_vllm.split import RealSplit
+
+    print(f"loading vLLM {VERSION} ...", file=sys.stderr, flush=True)
+    recorded = record(quietly(RealSplit), quietly(RealConfig))
+    counts = ", ".join(f"{k} {len(v['cases'])}" for k, v in recorded.items() if isinstance(v, dict))
+    if args.write:
+        Path(RECORDED).write_text(dumps(recorded), encoding="utf-8")
+        print(f"wrote {RECORDED}: {counts}", file=sys.stderr)
+    else:
+        print(f"recorded (not written): {counts}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,21 @@
+"""The recorded vLLM 0.33.0 answers (proofs/recorded/) are what the real vLLM
+returns: recorded again here, they must equal the committed file."""
+
+import json
+
+from conformance.recorded import record
+from proofs.catalog.recorded import FUNCTIONS, RECORDED
+
+
+def test_recorded_answers_are_vllms(real_split, real_config):
+    fresh = record(real_split, real_config)
+    committed = json.loads(RECORDED.read_text(encoding="utf-8"))
+    for name in FUNCTIONS:
+        ours, theirs = committed[name], fresh[name]
+        assert ours["columns"] == theirs["columns"], name
+        differing = [(i, a, b) for i, (a, b) in enumerate(zip(ours["cases"], theirs["cases"], strict=False)) if a != b]
+        if differing:
+            i, ours_case, theirs_case = differing[0]
+            raise AssertionError(f"{name}: case {i} is {ours_case} in the file, vLLM gives {theirs_case}")
+        assert len(ours["cases"]) == len(theirs["cases"]), name
+    assert committed == fresh

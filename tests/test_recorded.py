@@ -1,0 +1,63 @@
+"""baseline-matches-recorded-vllm: it holds for the baseline, notices a fault
+in the code the baseline shares with every variant, and refuses a bad file."""
+
+import pytest
+
+from models.variants import BASELINE, PR457
+from proofs.catalog import CATALOGUE, recorded
+from proofs.enumerated import decide_enumeration
+from proofs.mutation.patch import Patch, applied
+from proofs.solver import PROVED, REFUTED
+
+THEOREM = CATALOGUE["baseline-matches-recorded-vllm"]
+
+
+def test_baseline_answers_every_recorded_case_as_vllm():
+    decision = decide_enumeration(THEOREM.enumeration, BASELINE)
+    data = recorded.recorded()
+    assert decision.verdict == PROVED
+    assert decision.cases == sum(len(data[name]["cases"]) for name in recorded.FUNCTIONS) > 5000
+
+
+def test_pr457_keeps_the_explicit_cadence_vllm_overwrites():
+    decision = decide_enumeration(THEOREM.enumeration, PR457)
+    assert decision.verdict == REFUTED
+    inputs = decision.counterexample["inputs"]
+    assert decision.counterexample["function"] == "config"
+    assert inputs["align_mode"] and inputs["explicit_mamba_block_size"]
+    assert f"mamba_block_size': {inputs['mamba_block_size']}" in decision.reason
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        # the split's next grid point one block late: every variant reads this code
+        Patch("models.scheduler", "chunk_end", "(start, block) + 1", "(start, block) + 2"),
+        # CP without the lookahead's floor of one token
+        Patch("models.scheduler", "checkpoint_position", "arith.maximum(1, lookahead)", "lookahead"),
+        # the resolution rounding the kernel block down
+        Patch("models.config", "resolve", "cdiv(aligned, c.backend_al", "floordiv(aligned, c.backend_al"),
+    ],
+    ids=["split", "checkpoint-position", "config"],
+)
+def test_a_fault_in_shared_code_is_refuted_for_baseline(patch):
+    with applied(patch):
+        decision = decide_enumeration(THEOREM.enumeration, BASELINE)
+    assert decision.verdict == REFUTED
+    assert "vLLM 0.33.0 returned" in decision.reason
+
+
+def test_a_bad_record_is_one_clear_error(tmp_path, monkeypatch):
+    bad = tmp_path / "vllm-0.33.0.json"
+    bad.write_bytes(b"\xff\xfe not json")
+    monkeypatch.setattr(recorded, "RECORDED", bad)
+    recorded.recorded.cache_clear()
+    try:
+        with pytest.raises(recorded.RecordedCasesError, match="cannot read the recorded vLLM 0.33.0 answers"):
+            recorded.recorded()
+        bad.write_text('{"vllm": "0.33.0", "split": {"columns": ["block"], "cases": []}}', encoding="utf-8")
+        recorded.recorded.cache_clear()
+        with pytest.raises(recorded.RecordedCasesError, match="expected the columns"):
+            recorded.recorded()
+    finally:
+        recorded.recorded.cache_clear()
