@@ -29,6 +29,7 @@ from proofs.catalog.recorded import FUNCTIONS, RECORDED, SPLIT_CALL, SPLIT_PARAM
 SEED = 20261201
 SPLIT_BOUNDARY_CASES = 1500
 SPLIT_RANDOM_CASES = 1000
+SPLIT_JUNCTION_CASES = 400
 CHECKPOINT_POSITION_CASES = 400
 CHECKPOINT_VALID_CASES = 1500
 CONFIG_BOUNDARY_CASES = 800
@@ -43,6 +44,19 @@ def _split_row(p: SplitParams, call: SplitCall, result: int) -> list:
     if p.eagle_spans:  # vLLM 0.33.0 has no EAGLE conversion: nothing of it is recorded
         raise ValueError("a recorded split case has no EAGLE spans")
     return [*(getattr(p, f) for f in SPLIT_PARAMS), *(getattr(call, f) for f in SPLIT_CALL), result]
+
+
+def _at_the_junction(rng: random.Random, cases: list, count: int) -> list:
+    """Calls of `cases` with the shared-prefix junction moved to where the
+    split compares it: one off the chunk's requested end and the prompt, on
+    both sides, with and without the shared-prefix checkpoint."""
+    moved = []
+    for p, call in rng.sample(cases, count):
+        end = call.start + call.requested
+        junction = rng.choice((end - 1, end, end + 1, call.prompt, call.prompt + 1))
+        shared = rng.random() < 0.5
+        moved.append((dataclasses.replace(p, shared_prefix=shared), dataclasses.replace(call, junction=junction)))
+    return moved
 
 
 def _config_inputs(scenario) -> ConfigInputs:
@@ -66,6 +80,7 @@ def record(real_split, real_config) -> dict:
     for _ in range(SPLIT_RANDOM_CASES):
         p = split_inputs.random_params(rng)
         split_cases.append((p, split_inputs.random_call(rng, p)))
+    split_cases += _at_the_junction(rng, split_cases, SPLIT_JUNCTION_CASES)
     positions = _sample(rng, list(boundaries.checkpoint_position_cases()), CHECKPOINT_POSITION_CASES)
     valid = _sample(rng, list(boundaries.checkpoint_valid_cases()), CHECKPOINT_VALID_CASES // 2)
     valid += [split_inputs.random_checkpoint_valid_input(rng) for _ in range(CHECKPOINT_VALID_CASES // 2)]
