@@ -106,6 +106,31 @@ def test_after_a_deletion_check_ends_unknown_the_next_ones_are_capped_lower(monk
     assert len(limits) == 3 and limits[0] > 10 and limits[1:] == [10, 10]
 
 
+def test_a_deletion_check_is_capped_relative_to_its_proofs_cost(monkeypatch):
+    import z3
+
+    def formula(variant, x):
+        return Claim(hypotheses={"a positive": x["a"] >= 1, "b at most a": x["b"] <= x["a"]}, goal=x["a"] >= 0)
+
+    limits = []
+
+    def unknown_at(self, kept, name, limit):
+        limits.append(limit)
+        return z3.unknown
+
+    monkeypatch.setattr(minimisation.DeletionQueries, "check", unknown_at)
+    monkeypatch.setattr(minimisation, "PINNED_RANGES", ())
+    outcome = decide(formula, (A, B), None)
+    # A proof this cheap gets the floor, well below the cap after an unknown;
+    # what the checks leave undecided is reported unconfirmed, never dropped.
+    assert limits == [minimisation.CORE_FLOOR_RLIMIT] * 2
+    assert minimisation.CORE_FLOOR_RLIMIT < minimisation.CORE_MIN_RLIMIT
+    assert outcome.hypotheses_used == outcome.hypotheses_unconfirmed == ["a positive", "b at most a"]
+    # A costlier proof: three times its cost, up to CORE_RLIMIT.
+    assert minimisation.deletion_cap(60_000) == 180_000
+    assert minimisation.deletion_cap(10**7) == minimisation.CORE_RLIMIT
+
+
 def test_a_pinned_geometry_shows_a_hypothesis_needed_where_the_deletion_check_cannot(monkeypatch):
     # With the deletion checks capped at an rlimit of 1 none decides; the
     # pinned queries (a = 1 with b not 1, and a = 0) show both needed.
