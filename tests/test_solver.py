@@ -83,14 +83,9 @@ def test_deletion_checks_are_not_posed_far_below_the_proofs_cost(monkeypatch):
     assert posed == []
 
 
-def test_after_a_deletion_check_ends_unknown_the_next_ones_are_capped_lower(monkeypatch):
+def _deletion_checks_end_unknown(monkeypatch) -> list[int]:
+    """Every full deletion check ends unknown, none pinned: the caps they are posed under."""
     import z3
-
-    def formula(variant, x):
-        return Claim(
-            hypotheses={"a positive": x["a"] >= 1, "b at most a": x["b"] <= x["a"], "b non-negative": x["b"] >= 0},
-            goal=x["a"] > 0,
-        )
 
     limits = []
 
@@ -100,6 +95,17 @@ def test_after_a_deletion_check_ends_unknown_the_next_ones_are_capped_lower(monk
 
     monkeypatch.setattr(minimisation.DeletionQueries, "check", unknown_at)
     monkeypatch.setattr(minimisation, "PINNED_RANGES", ())
+    return limits
+
+
+def test_after_a_deletion_check_ends_unknown_the_next_ones_are_capped_lower(monkeypatch):
+    def formula(variant, x):
+        return Claim(
+            hypotheses={"a positive": x["a"] >= 1, "b at most a": x["b"] <= x["a"], "b non-negative": x["b"] >= 0},
+            goal=x["a"] > 0,
+        )
+
+    limits = _deletion_checks_end_unknown(monkeypatch)
     monkeypatch.setattr(minimisation, "CORE_MIN_RLIMIT", 10)
     outcome = decide(formula, (A, B), None)
     assert outcome.hypotheses_unconfirmed == ["a positive", "b at most a", "b non-negative"]
@@ -107,19 +113,10 @@ def test_after_a_deletion_check_ends_unknown_the_next_ones_are_capped_lower(monk
 
 
 def test_a_deletion_check_is_capped_relative_to_its_proofs_cost(monkeypatch):
-    import z3
-
     def formula(variant, x):
         return Claim(hypotheses={"a positive": x["a"] >= 1, "b at most a": x["b"] <= x["a"]}, goal=x["a"] >= 0)
 
-    limits = []
-
-    def unknown_at(self, kept, name, limit):
-        limits.append(limit)
-        return z3.unknown
-
-    monkeypatch.setattr(minimisation.DeletionQueries, "check", unknown_at)
-    monkeypatch.setattr(minimisation, "PINNED_RANGES", ())
+    limits = _deletion_checks_end_unknown(monkeypatch)
     outcome = decide(formula, (A, B), None)
     # A proof this cheap gets the floor, well below the cap after an unknown;
     # what the checks leave undecided is reported unconfirmed, never dropped.
