@@ -106,7 +106,7 @@ def test_after_a_deletion_check_ends_unknown_the_next_ones_are_capped_lower(monk
         )
 
     limits = _deletion_checks_end_unknown(monkeypatch)
-    monkeypatch.setattr(minimisation, "CORE_MIN_RLIMIT", 10)
+    monkeypatch.setattr(minimisation, "CORE_FLOOR_RLIMIT", 10)
     outcome = decide(formula, (A, B), None)
     assert outcome.hypotheses_unconfirmed == ["a positive", "b at most a", "b non-negative"]
     assert len(limits) == 3 and limits[0] > 10 and limits[1:] == [10, 10]
@@ -118,10 +118,9 @@ def test_a_deletion_check_is_capped_relative_to_its_proofs_cost(monkeypatch):
 
     limits = _deletion_checks_end_unknown(monkeypatch)
     outcome = decide(formula, (A, B), None)
-    # A proof this cheap gets the floor, well below the cap after an unknown;
-    # what the checks leave undecided is reported unconfirmed, never dropped.
+    # A proof this cheap gets the floor; what the checks leave undecided is
+    # reported unconfirmed, never dropped.
     assert limits == [minimisation.CORE_FLOOR_RLIMIT] * 2
-    assert minimisation.CORE_FLOOR_RLIMIT < minimisation.CORE_MIN_RLIMIT
     assert outcome.hypotheses_used == outcome.hypotheses_unconfirmed == ["a positive", "b at most a"]
     # A costlier proof: three times its cost, up to CORE_RLIMIT.
     assert minimisation.deletion_cap(60_000) == 180_000
@@ -171,8 +170,8 @@ def test_a_deletion_check_undecided_in_the_widest_pinned_range_is_not_posed_in_f
         lambda self, *args: posed.append((args[1], args[2])) or check(self, *args),
     )
     monkeypatch.setattr(minimisation, "CORE_HOPELESS_RATIO", 100)
-    core_min = minimisation.CORE_MIN_RLIMIT
-    monkeypatch.setattr(minimisation, "CORE_MIN_RLIMIT", 10)
+    floor = minimisation.CORE_FLOOR_RLIMIT
+    monkeypatch.setattr(minimisation, "CORE_FLOOR_RLIMIT", 10)
     outcome = decide(formula, (A, B), None)
     assert outcome.verdict == PROVED
     # Kept unconfirmed without a full check; the check after it capped as after one that ended unknown.
@@ -180,7 +179,7 @@ def test_a_deletion_check_undecided_in_the_widest_pinned_range_is_not_posed_in_f
     assert posed == [("b non-negative", 10)]
     undecided.clear()
     posed.clear()
-    monkeypatch.setattr(minimisation, "CORE_MIN_RLIMIT", core_min)
+    monkeypatch.setattr(minimisation, "CORE_FLOOR_RLIMIT", floor)
     assert decide(formula, (A, B), None).hypotheses_used == ["a positive"]
     assert [name for name, _ in posed] == ["b at most a", "b non-negative"]
 
