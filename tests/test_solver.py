@@ -604,3 +604,29 @@ def test_an_obligation_adds_its_own_way_of_deciding_to_the_runs_options():
         strategy="linear",
         naive=True,
     )
+
+
+def test_an_expected_refutation_is_searched_as_a_trace_first():
+    """A theorem with a trace search, expected refuted: a replayed trace
+    refutes it without its step obligations; without a trace the steps are
+    decided as before, and a refuted step alone leaves it UNKNOWN."""
+    from proofs.catalog.base import Obligation, Theorem
+    from proofs.runner import run_theorem
+
+    steps_read = []
+
+    def step(variant, x):
+        steps_read.append(dict(x))
+        return Claim(hypotheses={"a positive": x["a"] >= 1}, goal=x["a"] >= 2)
+
+    def theorem(trace_goal_bound: int) -> Theorem:
+        def trace(variant, x):
+            return Claim(hypotheses={"a positive": x["a"] >= 1}, goal=x["a"] >= trace_goal_bound)
+
+        return Theorem("t", "s", "", (Obligation("step", (A,), step),), trace_search=Obligation("trace", (A,), trace))
+
+    refuted = run_theorem(theorem(3), "baseline", REFUTED)
+    assert refuted.verdict == REFUTED and refuted.reason == "a fresh request's trace violates it"
+    assert refuted.counterexample == {"a": 1} and steps_read == []
+    undecided = run_theorem(theorem(1), "baseline", REFUTED)
+    assert undecided.verdict == UNKNOWN and "the step lemma fails" in undecided.reason and steps_read
