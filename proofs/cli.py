@@ -3,33 +3,37 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
 from models.errors import GridproofError
-from proofs.commands import check, mine, mutate, prove, report, simulate, source
 from proofs.commands.arguments import Parser
 
+# One module of proofs/commands/ each, registered in this order. A command
+# line that names one imports only its module: every module imports what its
+# command runs (mining, mutation, the real vLLM's loaders), and `prove` would
+# otherwise pay for them all at each start.
+COMMANDS = ("simulate", "prove", "report", "mine", "mutate", "source", "check")
 
-def build_parser() -> Parser:
+
+def build_parser(command: str | None = None) -> Parser:
+    """The parser of every command, or of `command` alone (one of COMMANDS)."""
     parser = Parser(
         prog="gridproof",
         description="Prove where a hybrid model's recurrent checkpoints land, for vLLM 0.33.0 and PR457.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    simulate.add_parser(sub)
-    prove.add_parser(sub)
-    report.add_parser(sub)
-    mine.add_parser(sub)
-    mutate.add_parser(sub)
-    source.add_parser(sub)
-    check.add_parser(sub)
+    for name in COMMANDS if command is None else (command,):
+        importlib.import_module(f"proofs.commands.{name}").add_parser(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        argv = sys.argv[1:] if argv is None else argv
+        named = argv[0] if argv and argv[0] in COMMANDS else None
+        args = build_parser(named).parse_args(argv)
         return args.run(args)
     except GridproofError as error:
         print(f"gridproof: error: {error}", file=sys.stderr)

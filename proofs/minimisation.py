@@ -16,7 +16,16 @@ if TYPE_CHECKING:
     from proofs.solver import _Encoding, _Problem
 
 CORE_RLIMIT = 300_000  # per deletion check when minimising a proof's hypotheses, at most
-# A deletion query can cost more than a proof that was quick, so the cap has a floor.
+# A deletion check may cost this many times what its proof cost. Over
+# --tier all every deletion check that decided cost at most 2.5 times its
+# proof; the rest ended unknown at their cap, which was 150,000 at least.
+CORE_PROOF_MULTIPLE = 3
+# A deletion query can cost more than a proof that was quick, so the cap
+# has a floor: above any check that decided over --tier all for a proof
+# of under 100,000 (the costliest, 39,759). After a check of the case ends
+# unknown, the next ones are capped here too (minimal_hypotheses says why).
+CORE_FLOOR_RLIMIT = 50_000
+# The checks that confirm the hypotheses that exclude a case.
 CORE_MIN_RLIMIT = 150_000
 # A deletion check capped below a quarter of the proof's own cost is not
 # posed: such checks end unknown (and keep their hypothesis) at a high cost.
@@ -81,7 +90,7 @@ def minimal_hypotheses(
     anyway) is kept unchecked; `idle` (true outright in this case) is left
     out unchecked. Returns the set and those of it kept without a check
     that decided."""
-    limit = min(CORE_RLIMIT, max(CORE_MIN_RLIMIT, 3 * proof_cost))
+    limit = deletion_cap(proof_cost)
     posed = proof_cost <= CORE_HOPELESS_RATIO * limit
     needed = {name: h for name, h in encoding.hypotheses.items() if name not in idle}
     deletions = DeletionQueries(problem, encoding, negated_goal)
@@ -91,7 +100,7 @@ def minimal_hypotheses(
         if pinned == z3.sat:
             continue
         if posed and pinned == z3.unknown:
-            limit = min(limit, CORE_MIN_RLIMIT)  # as after a full check that ended unknown
+            limit = min(limit, CORE_FLOOR_RLIMIT)  # as after a full check that ended unknown
         elif posed:
             answer = deletions.check(needed, name, limit)
             if answer == z3.unsat:
@@ -100,12 +109,19 @@ def minimal_hypotheses(
             if answer == z3.sat:
                 continue
             # The case's checks share a solver, which this one warmed up
-            # to its cap: the checks decided after it cost little. Capped
-            # lower from here, --tier all under three seeds took 5 to 8%
-            # less rlimit, and reported the very same sets.
-            limit = min(limit, CORE_MIN_RLIMIT)
+            # to its cap: the checks decided after it cost little. Over
+            # --tier all, each of the 21 that decided after one had ended
+            # unknown cost 18,318 or less, and the 27 that ended unknown
+            # cost 2.7 million.
+            limit = min(limit, CORE_FLOOR_RLIMIT)
         unconfirmed.append(name)
     return sorted(needed), sorted(unconfirmed)
+
+
+def deletion_cap(proof_cost: int) -> int:
+    """The rlimit of a proof's first deletion check: CORE_PROOF_MULTIPLE times
+    the proof's, within CORE_FLOOR_RLIMIT..CORE_RLIMIT."""
+    return min(CORE_RLIMIT, max(CORE_FLOOR_RLIMIT, CORE_PROOF_MULTIPLE * proof_cost))
 
 
 class DeletionQueries:

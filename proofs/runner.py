@@ -228,20 +228,29 @@ def _run_theorem(
 ) -> Entry:
     started = time.perf_counter()
     refuting = replace(run, refute_first=expected == REFUTED)
+    search = theorem.trace_search
+    found = None
+    if refuting.refute_first and search is not None:
+        # A fresh request's replayed trace refutes the theorem whatever its
+        # step lemma says: for an expected refutation it is searched first,
+        # and the step's obligations only where it finds none.
+        found = decide_obligation(search, variant, refuting, context)
     outcomes = []
-    for o in theorem.obligations:
+    for o in theorem.obligations if found is None or found.verdict != REFUTED else ():
         outcomes.append((o, decide_obligation(o, variant, refuting, context)))
         if refuting.refute_first and outcomes[-1][1].verdict == REFUTED:
             break  # one refuted obligation refutes the theorem (or, with a trace search, starts it)
     verdict, reason, counterexample, used, unconfirmed = _combine(theorem, outcomes)
-    spent = sum(out.rlimit for _, out in outcomes)
-    found = None
-    reused = sum(out.reused for _, out in outcomes)
-    if verdict == UNKNOWN and theorem.trace_search is not None and any(o.verdict == REFUTED for _, o in outcomes):
-        search = theorem.trace_search
-        found = decide_obligation(search, variant, replace(run, refute_first=True), context)
-        spent += found.rlimit
-        reused += found.reused
+    spent = sum(out.rlimit for _, out in outcomes) + (found.rlimit if found is not None else 0)
+    reused = sum(out.reused for _, out in outcomes) + (found.reused if found is not None else 0)
+    if found is not None and found.verdict in (REFUTED, ERROR):
+        verdict, counterexample = found.verdict, found.counterexample
+        reason = "a fresh request's trace violates it" if verdict == REFUTED else f"{search.name}: {found.reason}"
+    elif verdict == UNKNOWN and search is not None and any(o.verdict == REFUTED for _, o in outcomes):
+        if found is None:
+            found = decide_obligation(search, variant, replace(run, refute_first=True), context)
+            spent += found.rlimit
+            reused += found.reused
         if found.verdict == REFUTED:
             verdict, reason, counterexample = REFUTED, "a fresh request's trace violates it", found.counterexample
         else:
@@ -265,7 +274,7 @@ def _run_theorem(
         seconds=round(time.perf_counter() - started, 3),
         hypotheses_used=used,
         hypotheses_unconfirmed=unconfirmed,
-        hypotheses=_hypothesis_names(variant, outcomes, context),
+        hypotheses=_hypothesis_names(variant, outcomes or [(search, found)], context),
         counterexample=counterexample,
         reason=reason,
         ablations=ablations,

@@ -1,21 +1,22 @@
 """Deployments of many cache groups: the symbolic deployment reads the
-groups its inputs name, the group theorems cover every target-group count
-up to SMALL_TARGETS and MAX_TARGETS, and they see a guard that reads too few
-groups, which the two-group catalogue cannot."""
+groups its inputs name, the group theorems cover 1, SMALL_TARGETS and
+MAX_TARGETS target groups, and they see a guard that reads too few groups,
+which the two-group catalogue cannot."""
 
 from __future__ import annotations
 
 import pytest
 
+from models import arith
 from models.geometry import RECURRENT, TARGET, load_geometry
 from models.plan import plan
 from models.variants import VARIANTS
-from proofs.catalog import CATALOGUE
+from proofs.catalog import CATALOGUE, prefill
 from proofs.catalog.base import Shape, deployment, symbolic_groups
 from proofs.catalog.groups import MAX_TARGETS, SCALED, SHAPES, SMALL_TARGETS
 from proofs.playback import geometry_inputs
-from proofs.runner import run_theorem
-from proofs.solver import PROVED, REFUTED
+from proofs.runner import decide_obligation, run_theorem
+from proofs.solver import PROVED, REFUTED, SolverOptions
 
 GROUP_THEOREMS = ("groups-published-on-target-boundaries", "groups-guard-exact")
 
@@ -45,13 +46,47 @@ def test_unpaired_pages_and_shard_flags_are_refused():
 
 
 @pytest.mark.parametrize("name", GROUP_THEOREMS)
-def test_every_target_group_count_up_to_the_bound_is_an_obligation(name):
+def test_every_shape_is_an_obligation(name):
     theorem = CATALOGUE[name]
     counts = {s.targets for s in SHAPES}
-    assert counts == {*range(1, SMALL_TARGETS + 1), MAX_TARGETS} and MAX_TARGETS >= 16
+    assert {1, SMALL_TARGETS, MAX_TARGETS} <= counts and SMALL_TARGETS >= 4 and MAX_TARGETS >= 16
     for shape in SHAPES:
         assert sum(o.name.endswith(f"-{shape.name}") for o in theorem.obligations) >= 1, shape.name
     assert any(s.recurrent > 1 for s in SHAPES) and any(s.drafts > 1 for s in SHAPES)
+
+
+def _guard_reading(pick):
+    """pr457-guarded's check as if it read only the target groups `pick` returns."""
+
+    def guard_accepts(variant, cadence, target_spans):
+        spans = pick(tuple(target_spans))
+        return not variant.guarded or arith.all_in(arith.divides(span, cadence) for span in spans)
+
+    return guard_accepts
+
+
+# Guards that read target groups by a fixed pattern of indices: each leaves a
+# group out at every count from 2 (or 1) up, so the 4-target shape sees it
+# without the counts 2 and 3 (docs/groups.md).
+FIXED_PATTERNS = {
+    "the first and the last": lambda spans: (spans[0], spans[-1]),
+    "the first two": lambda spans: spans[:2],
+    "the first three": lambda spans: spans[:3],
+    "all but the second": lambda spans: spans[:1] + spans[2:],
+    "every other one": lambda spans: spans[::2],
+    "all but the first": lambda spans: spans[1:],
+}
+
+
+@pytest.mark.parametrize("pattern", FIXED_PATTERNS)
+def test_a_guard_reading_a_fixed_pattern_of_groups_is_refuted_with_four(monkeypatch, pattern):
+    monkeypatch.setattr(prefill, "guard_accepts", _guard_reading(FIXED_PATTERNS[pattern]))
+    (four,) = [o for o in CATALOGUE["groups-guard-exact"].obligations if o.name == f"sufficient-{SMALL_TARGETS}t-1r-1d"]
+    outcome = decide_obligation(four, VARIANTS["pr457-guarded"], SolverOptions(refute_first=True))
+    assert outcome.verdict == REFUTED
+    # The guard as it is reads every group: the same obligation is proved.
+    monkeypatch.undo()
+    assert decide_obligation(four, VARIANTS["pr457-guarded"], SolverOptions()).verdict == PROVED
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))

@@ -83,14 +83,9 @@ def test_deletion_checks_are_not_posed_far_below_the_proofs_cost(monkeypatch):
     assert posed == []
 
 
-def test_after_a_deletion_check_ends_unknown_the_next_ones_are_capped_lower(monkeypatch):
+def _deletion_checks_end_unknown(monkeypatch) -> list[int]:
+    """Every full deletion check ends unknown, none pinned: the caps they are posed under."""
     import z3
-
-    def formula(variant, x):
-        return Claim(
-            hypotheses={"a positive": x["a"] >= 1, "b at most a": x["b"] <= x["a"], "b non-negative": x["b"] >= 0},
-            goal=x["a"] > 0,
-        )
 
     limits = []
 
@@ -100,10 +95,36 @@ def test_after_a_deletion_check_ends_unknown_the_next_ones_are_capped_lower(monk
 
     monkeypatch.setattr(minimisation.DeletionQueries, "check", unknown_at)
     monkeypatch.setattr(minimisation, "PINNED_RANGES", ())
-    monkeypatch.setattr(minimisation, "CORE_MIN_RLIMIT", 10)
+    return limits
+
+
+def test_after_a_deletion_check_ends_unknown_the_next_ones_are_capped_lower(monkeypatch):
+    def formula(variant, x):
+        return Claim(
+            hypotheses={"a positive": x["a"] >= 1, "b at most a": x["b"] <= x["a"], "b non-negative": x["b"] >= 0},
+            goal=x["a"] > 0,
+        )
+
+    limits = _deletion_checks_end_unknown(monkeypatch)
+    monkeypatch.setattr(minimisation, "CORE_FLOOR_RLIMIT", 10)
     outcome = decide(formula, (A, B), None)
     assert outcome.hypotheses_unconfirmed == ["a positive", "b at most a", "b non-negative"]
     assert len(limits) == 3 and limits[0] > 10 and limits[1:] == [10, 10]
+
+
+def test_a_deletion_check_is_capped_relative_to_its_proofs_cost(monkeypatch):
+    def formula(variant, x):
+        return Claim(hypotheses={"a positive": x["a"] >= 1, "b at most a": x["b"] <= x["a"]}, goal=x["a"] >= 0)
+
+    limits = _deletion_checks_end_unknown(monkeypatch)
+    outcome = decide(formula, (A, B), None)
+    # A proof this cheap gets the floor; what the checks leave undecided is
+    # reported unconfirmed, never dropped.
+    assert limits == [minimisation.CORE_FLOOR_RLIMIT] * 2
+    assert outcome.hypotheses_used == outcome.hypotheses_unconfirmed == ["a positive", "b at most a"]
+    # A costlier proof: three times its cost, up to CORE_RLIMIT.
+    assert minimisation.deletion_cap(60_000) == 180_000
+    assert minimisation.deletion_cap(10**7) == minimisation.CORE_RLIMIT
 
 
 def test_a_pinned_geometry_shows_a_hypothesis_needed_where_the_deletion_check_cannot(monkeypatch):
@@ -149,8 +170,8 @@ def test_a_deletion_check_undecided_in_the_widest_pinned_range_is_not_posed_in_f
         lambda self, *args: posed.append((args[1], args[2])) or check(self, *args),
     )
     monkeypatch.setattr(minimisation, "CORE_HOPELESS_RATIO", 100)
-    core_min = minimisation.CORE_MIN_RLIMIT
-    monkeypatch.setattr(minimisation, "CORE_MIN_RLIMIT", 10)
+    floor = minimisation.CORE_FLOOR_RLIMIT
+    monkeypatch.setattr(minimisation, "CORE_FLOOR_RLIMIT", 10)
     outcome = decide(formula, (A, B), None)
     assert outcome.verdict == PROVED
     # Kept unconfirmed without a full check; the check after it capped as after one that ended unknown.
@@ -158,7 +179,7 @@ def test_a_deletion_check_undecided_in_the_widest_pinned_range_is_not_posed_in_f
     assert posed == [("b non-negative", 10)]
     undecided.clear()
     posed.clear()
-    monkeypatch.setattr(minimisation, "CORE_MIN_RLIMIT", core_min)
+    monkeypatch.setattr(minimisation, "CORE_FLOOR_RLIMIT", floor)
     assert decide(formula, (A, B), None).hypotheses_used == ["a positive"]
     assert [name for name, _ in posed] == ["b at most a", "b non-negative"]
 
@@ -583,3 +604,29 @@ def test_an_obligation_adds_its_own_way_of_deciding_to_the_runs_options():
         strategy="linear",
         naive=True,
     )
+
+
+def test_an_expected_refutation_is_searched_as_a_trace_first():
+    """A theorem with a trace search, expected refuted: a replayed trace
+    refutes it without its step obligations; without a trace the steps are
+    decided as before, and a refuted step alone leaves it UNKNOWN."""
+    from proofs.catalog.base import Obligation, Theorem
+    from proofs.runner import run_theorem
+
+    steps_read = []
+
+    def step(variant, x):
+        steps_read.append(dict(x))
+        return Claim(hypotheses={"a positive": x["a"] >= 1}, goal=x["a"] >= 2)
+
+    def theorem(trace_goal_bound: int) -> Theorem:
+        def trace(variant, x):
+            return Claim(hypotheses={"a positive": x["a"] >= 1}, goal=x["a"] >= trace_goal_bound)
+
+        return Theorem("t", "s", "", (Obligation("step", (A,), step),), trace_search=Obligation("trace", (A,), trace))
+
+    refuted = run_theorem(theorem(3), "baseline", REFUTED)
+    assert refuted.verdict == REFUTED and refuted.reason == "a fresh request's trace violates it"
+    assert refuted.counterexample == {"a": 1} and steps_read == []
+    undecided = run_theorem(theorem(1), "baseline", REFUTED)
+    assert undecided.verdict == UNKNOWN and "the step lemma fails" in undecided.reason and steps_read
