@@ -1,5 +1,5 @@
 """Records vLLM 0.33.0's own outputs on a fixed set of inputs, for the
-catalogue theorem `baseline-matches-recorded-vllm` (proofs/catalog/recorded.py).
+catalogue theorem `matches-recorded-vllm` (proofs/catalog/recorded.py).
 
 The conformance tests compare the model with the real vLLM on fresh inputs
 every run, but only where vLLM is installed; the recorded cases let
