@@ -17,6 +17,9 @@ class SolverOptions:
     seed: int | None = None  # Z3's random seed for every query; None: Z3's own
     # Try the cheap refuters first, on the obligation whole (the manifest expects REFUTED).
     refute_first: bool = False
+    # Only those cheap refuters: no proof. A theorem of several obligations
+    # probes each before proving any, so a refutation of the last costs no proof of the first.
+    probe_only: bool = False
     drop: frozenset[str] = frozenset()  # hypotheses left out (ablations)
     case_split: tuple[str, ...] = ()  # Bool inputs decided case by case
     lemmas: bool = True  # the derived lemma families (models/arith.py) beside the witnesses

@@ -236,7 +236,14 @@ def _run_theorem(
         # and the step's obligations only where it finds none.
         found = decide_obligation(search, variant, refuting, context)
     outcomes = []
-    for o in theorem.obligations if found is None or found.verdict != REFUTED else ():
+    if refuting.refute_first and search is None and len(theorem.obligations) > 1:
+        probing = replace(refuting, probe_only=True)
+        for o in theorem.obligations:
+            probed = decide_obligation(o, variant, probing, context)
+            if probed.verdict == REFUTED:
+                outcomes.append((o, probed))
+                break
+    for o in theorem.obligations if not outcomes and (found is None or found.verdict != REFUTED) else ():
         outcomes.append((o, decide_obligation(o, variant, refuting, context)))
         if refuting.refute_first and outcomes[-1][1].verdict == REFUTED:
             break  # one refuted obligation refutes the theorem (or, with a trace search, starts it)

@@ -347,6 +347,8 @@ class _Problem:
             values = refutation.refute_small(self, {})
             if values is not None:
                 return self._refuted(values, {})
+            if self.options.probe_only:
+                return Outcome(UNKNOWN, reason="the probe found no counterexample")
         used: set[str] = set()
         unconfirmed: set[str] = set()
         # Shown needed by a check in some case: needed, whatever another case's check said.
