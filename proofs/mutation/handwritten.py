@@ -91,6 +91,14 @@ MUTANTS = {
             "for span in target_spans[:2])",
         ),
         _mutant(
+            "guard-demands-longer-cadence",
+            "a guard too strict: the cadence must also be longer than every target span",
+            "config",
+            "guard_accepts",
+            "arith.divides(span, cadence) for span",
+            "arith.all_of(arith.divides(span, cadence), cadence > span) for span",
+        ),
+        _mutant(
             "spans-without-dcp",
             "a DCP-sharded group's span taken as its block, DCP left out",
             "plan",
