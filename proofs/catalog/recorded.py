@@ -103,32 +103,38 @@ def _cases(_variant) -> list[Case]:
     for name, function in FUNCTIONS.items():
         for i, row in enumerate(recorded()[name]["cases"]):
             n = len(function.inputs)
-            inputs = dict(zip(function.inputs, row[:n], strict=True))
-            cases.append({"function": name, "case": i, "inputs": inputs, "vllm": row[n:]})
+            answer = {f"vllm {output}": value for output, value in zip(function.outputs, row[n:], strict=True)}
+            cases.append({"function": name, "case": i, **dict(zip(function.inputs, row[:n], strict=True)), **answer})
     return cases
+
+
+def _inputs(case: Case) -> dict:
+    return {name: case[name] for name in FUNCTIONS[case["function"]].inputs}
+
+
+def _vllm(case: Case) -> dict:
+    return {output: case[f"vllm {output}"] for output in FUNCTIONS[case["function"]].outputs}
 
 
 def _expected(variant, case: Case) -> dict:
     """vLLM's answer, except where the variant means to differ: PR457 keeps an
     explicit --mamba-block-size in align mode (config-explicit-cadence-kept
     proves it does), where 0.33.0 overwrites it."""
-    function = FUNCTIONS[case["function"]]
-    answer = dict(zip(function.outputs, case["vllm"], strict=True))
-    x = case["inputs"]
-    if case["function"] == "config" and variant.keeps_explicit_cadence and x["explicit_mamba_block_size"]:
-        answer["mamba_block_size"] = x["mamba_block_size"]
+    answer = _vllm(case)
+    if case["function"] == "config" and variant.keeps_explicit_cadence and case["explicit_mamba_block_size"]:
+        answer["mamba_block_size"] = case["mamba_block_size"]
     return answer
 
 
 def matches_recorded(variant, case: Case) -> Verdict:
     function = FUNCTIONS[case["function"]]
-    mine = dict(zip(function.outputs, function.model(variant, case["inputs"]), strict=True))
+    mine = dict(zip(function.outputs, function.model(variant, _inputs(case)), strict=True))
     expected = _expected(variant, case)
     if mine != expected:
-        differs = "" if expected == dict(zip(function.outputs, case["vllm"], strict=True)) else " (kept explicit)"
+        kept = "" if expected == _vllm(case) else " (the explicit cadence kept)"
         return Verdict(
-            f"{case['function']} case {case['case']}: vLLM {VERSION} returned {case['vllm']}, so the model "
-            f"should give {expected}{differs}; it gives {mine}"
+            f"{case['function']} case {case['case']}: vLLM {VERSION} returned {_vllm(case)}, so the model "
+            f"should give {expected}{kept}; it gives {mine}"
         )
     return Verdict()
 
