@@ -84,6 +84,14 @@ def _target_covers(x, d, published, what="the step publishes"):
     return covers
 
 
+def _smallest_request(x):
+    """Cover goal at the edge of engine_step's hypotheses (prompt and budget
+    of at least one token, no more prompt than tokens, none computed yet):
+    a narrowed hypothesis leaves it unreachable."""
+    edge = arith.all_of(x["computed"] == 0, x["prompt"] == 1, x["tokens"] == 1, x["budget"] == 1)
+    return {"a fresh request of one token under a budget of one token": edge}
+
+
 def _publication(variant, x):
     """A chunk end at any position up to the request's tokens, in a symbolic
     deployment: the split is not read, so what is proved holds for every
@@ -132,7 +140,7 @@ def published_on_targets_step(variant, x):
     return Claim(
         hypotheses=hypotheses,
         goal=arith.implies(step.published, _on_targets(step.end, d.target_spans)),
-        covers=_target_covers(x, d, step.published),
+        covers={**_target_covers(x, d, step.published), **_smallest_request(x)},
     )
 
 
@@ -222,6 +230,11 @@ def same_checkpoints_step(variant, x):
     return Claim(
         hypotheses={**hypotheses, **call_domain({**x, "local_hit": 0, "external_hit": 0, "junction": 0})},
         goal=arith.all_of(end > call.computed, end <= call.prompt, count + published == arith.floordiv(end, d.cadence)),
+        covers={
+            "one token requested of a one-token prompt": arith.all_of(
+                call.computed == 0, call.prompt == 1, call.requested == 1
+            )
+        },
     )
 
 
@@ -440,7 +453,13 @@ def _offload_restores_published(variant, x, annotated):
     if annotated:
         hypotheses["the EAGLE group holds the chunk beyond"] = position + x["eagle_span"] <= tokens
     restorable = offload_restorable(position, True, cadence, target_spans, eagle_spans, 1, tokens, new_tokens)
-    return Claim(hypotheses=hypotheses, goal=restorable)
+    # At every hypothesis's edge at once: a narrowed one leaves it unreachable.
+    edge = arith.all_of(*(span == 1 for span in spans), position == tokens - 1)
+    return Claim(
+        hypotheses=hypotheses,
+        goal=restorable,
+        covers={"every group of one-token blocks, all but the cached request's last token restored": edge},
+    )
 
 
 def offload_restores_published(variant, x):
@@ -476,6 +495,7 @@ def prefill_ends_where_decode_begins(variant, x):
         covers={
             "a resumed request replaying its outputs": arith.all_of(prompt <= computed, computed < tokens - 1),
             "a resumed request's last token": arith.all_of(tokens > prompt, computed == tokens - 1),
+            **_smallest_request(x),
         },
     )
 

@@ -170,6 +170,38 @@ MUTANTS = {
             "return bounds.largest(published)",
             "return min((q for q in Positions.of(published) if bounds.admit(q)), default=0)",
         ),
+        _mutant(
+            "full-hit-restorable",
+            "the GPU restore leaves the last token to compute only through the hash lookahead: a full hit restorable",
+            "reuse",
+            "gpu_restore_bounds",
+            "ceilings=(new_tokens - 1, new_tokens - lookahead)",
+            "ceilings=(new_tokens - lookahead,)",
+        ),
+        _mutant(
+            "eagle-beyond-over-n-plus-one",
+            "the EAGLE group's cached blocks counted over N + 1 tokens when its block beyond the hit is checked",
+            "reuse",
+            "gpu_restore_bounds",
+            "arith.round_down(cached_tokens, span) - span",
+            "arith.round_down(cached_tokens + 1, span) - span",
+        ),
+        _mutant(
+            "request-prompt-left",
+            "the step asks the split for the prompt's tokens left, not the request's: min(budget, P - c)",
+            "prefill",
+            "prefill_step",
+            "requested = arith.minimum(budget, tokens - computed)",
+            "requested = arith.minimum(budget, prompt - computed)",
+        ),
+        _mutant(
+            "cadence-overwritten-outside-align",
+            "the recurrent block size overwritten with the block size outside align mode too",
+            "config",
+            "resolve",
+            "overwrite = arith.all_of(c.align_mode, arith.negate(c.explicit_mamba_block_size))",
+            "overwrite = arith.negate(c.explicit_mamba_block_size)",
+        ),
     )
 }
 
