@@ -202,6 +202,30 @@ MUTANTS = {
             "overwrite = arith.all_of(c.align_mode, arith.negate(c.explicit_mamba_block_size))",
             "overwrite = arith.negate(c.explicit_mamba_block_size)",
         ),
+        _mutant(
+            "recurrent-block-unresolved",
+            "the recurrent group's spec block its configured block size, not the resolved cadence",
+            "plan",
+            "group_grid",
+            "tuple(r if group.kind == RECURRENT else group.block_size for group in groups)",
+            "tuple(group.block_size for group in groups)",
+        ),
+        _mutant(
+            "every-block-the-cadence",
+            "every group's spec block taken as the recurrent cadence, the attention groups' included",
+            "plan",
+            "group_grid",
+            "tuple(r if group.kind == RECURRENT else group.block_size for group in groups)",
+            "tuple(r for group in groups)",
+        ),
+        _mutant(
+            "plan-cadence-scheduler-block",
+            "the plan reports the scheduler block (the lcm of every span) as the recurrent cadence",
+            "plan",
+            "plan",
+            "cadence=r,",
+            "cadence=sched_block,",
+        ),
     )
 }
 
