@@ -263,7 +263,10 @@ def restorable_below_lcp(variant, x):
     return Claim(
         hypotheses=hypotheses,
         goal=goal,
-        covers={"EAGLE annotated": arith.all_of(p.eagle_drop, x["annotated"])},
+        covers={
+            "EAGLE annotated": arith.all_of(p.eagle_drop, x["annotated"]),
+            "a checkpoint at the last cacheable position": position == lcp,
+        },
     )
 
 
