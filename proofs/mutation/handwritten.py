@@ -226,6 +226,14 @@ MUTANTS = {
             "cadence=r,",
             "cadence=sched_block,",
         ),
+        _mutant(
+            "mamba-block-not-overwritten",
+            "align mode keeps the configured recurrent block size instead of overwriting it with the block size",
+            "config",
+            "resolve",
+            "mamba_block_size = arith.ite(overwrite, block_size, c.mamba_block_size)",
+            "mamba_block_size = c.mamba_block_size",
+        ),
     )
 }
 
