@@ -85,10 +85,18 @@ def _target_covers(x, d, published, what="the step publishes"):
 
 
 def _smallest_request(x):
-    """Cover goal at the edge of engine_step's hypotheses (prompt and budget
-    of at least one token, no more prompt than tokens, none computed yet):
-    a narrowed hypothesis leaves it unreachable."""
-    edge = arith.all_of(x["computed"] == 0, x["prompt"] == 1, x["tokens"] == 1, x["budget"] == 1)
+    """Cover goal at the edge of engine_step's hypotheses (prompt, budget and
+    scheduler budget of at least one token, no more prompt than tokens, none
+    computed yet, no long-prefill threshold): a narrowed hypothesis leaves it
+    unreachable."""
+    edge = arith.all_of(
+        x["computed"] == 0,
+        x["prompt"] == 1,
+        x["tokens"] == 1,
+        x["budget"] == 1,
+        x["max_scheduled"] == 1,
+        x["threshold"] == 0,
+    )
     return {"a fresh request of one token under a budget of one token": edge}
 
 
@@ -376,7 +384,11 @@ def gpu_restore_test_safe(variant, x):
     accepted = published_gpu_restorable(
         x["position"], d.target_spans, (d.draft_span,), p.eagle_drop, p.lookahead, x["tokens"], x["new_tokens"]
     )
-    return Claim(hypotheses=hypotheses, goal=_test_admits_only(x, d, accepted, p.eagle_drop))
+    return Claim(
+        hypotheses=hypotheses,
+        goal=_test_admits_only(x, d, accepted, p.eagle_drop),
+        covers={"a later request of the cached tokens": x["new_tokens"] == x["tokens"]},
+    )
 
 
 def _offload_restore_test_safe(variant, x, with_eagle):
@@ -457,11 +469,11 @@ def _offload_restores_published(variant, x, annotated):
         hypotheses["the EAGLE group holds the chunk beyond"] = position + x["eagle_span"] <= tokens
     restorable = offload_restorable(position, True, cadence, target_spans, eagle_spans, 1, tokens, new_tokens)
     # At every hypothesis's edge at once: a narrowed one leaves it unreachable.
-    edge = arith.all_of(*(span == 1 for span in spans), position == tokens - 1)
+    edge = arith.all_of(*(span == 1 for span in spans), position == 1, tokens == 2)
     return Claim(
         hypotheses=hypotheses,
         goal=restorable,
-        covers={"every group of one-token blocks, all but the cached request's last token restored": edge},
+        covers={"one-token blocks, the first of a cached request's two tokens restored": edge},
     )
 
 
@@ -543,6 +555,7 @@ def step_slots(variant, x):
         covers={
             "a private state written after a published one": arith.all_of(writes, arith.negate(step.published)),
             "resumed at a published checkpoint": computed == published_before,
+            "resumed at the first checkpoint": arith.all_of(earlier == 1, computed == r),
         },
     )
 
