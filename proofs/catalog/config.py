@@ -47,6 +47,20 @@ def config_domain(x: dict) -> dict[str, object]:
     }
 
 
+def smallest_configuration(x: dict) -> dict[str, object]:
+    """Cover goal at the edge of config_domain, every size one and every
+    optional one unset: a narrowed hypothesis leaves it unreachable."""
+    sizes = ("block_in", "kernel_min", "backend_alignment", "attn_page_per_token")
+    unset = ("checkpoint_alignment", "mamba_in", "padded_in", "mamba_page")
+    edge = arith.all_of(*(x[n] == 1 for n in sizes), *(x[n] == 0 for n in unset))
+    return {"every size one, every optional size unset": edge}
+
+
+def smallest_state(x: dict) -> dict[str, object]:
+    """Cover goal at the edge of "model has recurrent state"."""
+    return {"a recurrent page of one unit": x["mamba_page"] == 1}
+
+
 def default_equivalence(variant, x):
     mine = resolve(variant, config_inputs(x))
     with pristine():  # the reference: 0.33.0 as released, not as a mutant reads it
@@ -58,7 +72,10 @@ def default_equivalence(variant, x):
             mine.mamba_block_size == base.mamba_block_size,
             mine.mamba_page_size_padded == base.mamba_page_size_padded,
         ),
-        covers={"align mode with a Mamba state": arith.all_of(x["align_mode"], x["mamba_page"] > 0)},
+        covers={
+            "align mode with a Mamba state": arith.all_of(x["align_mode"], x["mamba_page"] > 0),
+            **smallest_configuration(x),
+        },
     )
 
 
@@ -85,6 +102,7 @@ def explicit_kept(variant, x):
             "model has recurrent state": x["mamba_page"] >= 1,
         },
         goal=out.mamba_block_size == x["mamba_in"],
+        covers={**smallest_state(x), "an explicit cadence of one token": x["mamba_in"] == 1},
     )
 
 
@@ -93,6 +111,7 @@ def page_covers_state(variant, x):
     return Claim(
         hypotheses={**config_domain(x), "model has recurrent state": x["mamba_page"] >= 1},
         goal=out.block_size * x["attn_page_per_token"] >= x["mamba_page"],
+        covers=smallest_state(x),
     )
 
 
@@ -106,7 +125,7 @@ def plan_reads_resolved_cadence(variant, x):
             "model has recurrent state": x["mamba_page"] >= 1,
         },
         goal=cadence(variant, out.block_size, x["explicit"], x["mamba_in"]) == out.mamba_block_size,
-        covers={"explicit": x["explicit"]},
+        covers={"explicit": x["explicit"], **smallest_state(x)},
     )
 
 

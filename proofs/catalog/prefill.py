@@ -84,6 +84,22 @@ def _target_covers(x, d, published, what="the step publishes"):
     return covers
 
 
+def _smallest_request(x):
+    """Cover goal at the edge of engine_step's hypotheses (prompt, budget and
+    scheduler budget of at least one token, no more prompt than tokens, none
+    computed yet, no long-prefill threshold): a narrowed hypothesis leaves it
+    unreachable."""
+    edge = arith.all_of(
+        x["computed"] == 0,
+        x["prompt"] == 1,
+        x["tokens"] == 1,
+        x["budget"] == 1,
+        x["max_scheduled"] == 1,
+        x["threshold"] == 0,
+    )
+    return {"a fresh request of one token under a budget of one token": edge}
+
+
 def _publication(variant, x):
     """A chunk end at any position up to the request's tokens, in a symbolic
     deployment: the split is not read, so what is proved holds for every
@@ -132,7 +148,7 @@ def published_on_targets_step(variant, x):
     return Claim(
         hypotheses=hypotheses,
         goal=arith.implies(step.published, _on_targets(step.end, d.target_spans)),
-        covers=_target_covers(x, d, step.published),
+        covers={**_target_covers(x, d, step.published), **_smallest_request(x)},
     )
 
 
@@ -222,6 +238,11 @@ def same_checkpoints_step(variant, x):
     return Claim(
         hypotheses={**hypotheses, **call_domain({**x, "local_hit": 0, "external_hit": 0, "junction": 0})},
         goal=arith.all_of(end > call.computed, end <= call.prompt, count + published == arith.floordiv(end, d.cadence)),
+        covers={
+            "one token requested of a one-token prompt": arith.all_of(
+                call.computed == 0, call.prompt == 1, call.requested == 1
+            )
+        },
     )
 
 
@@ -250,7 +271,10 @@ def restorable_below_lcp(variant, x):
     return Claim(
         hypotheses=hypotheses,
         goal=goal,
-        covers={"EAGLE annotated": arith.all_of(p.eagle_drop, x["annotated"])},
+        covers={
+            "EAGLE annotated": arith.all_of(p.eagle_drop, x["annotated"]),
+            "a checkpoint at the last cacheable position": position == lcp,
+        },
     )
 
 
@@ -360,7 +384,11 @@ def gpu_restore_test_safe(variant, x):
     accepted = published_gpu_restorable(
         x["position"], d.target_spans, (d.draft_span,), p.eagle_drop, p.lookahead, x["tokens"], x["new_tokens"]
     )
-    return Claim(hypotheses=hypotheses, goal=_test_admits_only(x, d, accepted, p.eagle_drop))
+    return Claim(
+        hypotheses=hypotheses,
+        goal=_test_admits_only(x, d, accepted, p.eagle_drop),
+        covers={"a later request of the cached tokens": x["new_tokens"] == x["tokens"]},
+    )
 
 
 def _offload_restore_test_safe(variant, x, with_eagle):
@@ -440,7 +468,13 @@ def _offload_restores_published(variant, x, annotated):
     if annotated:
         hypotheses["the EAGLE group holds the chunk beyond"] = position + x["eagle_span"] <= tokens
     restorable = offload_restorable(position, True, cadence, target_spans, eagle_spans, 1, tokens, new_tokens)
-    return Claim(hypotheses=hypotheses, goal=restorable)
+    # At every hypothesis's edge at once: a narrowed one leaves it unreachable.
+    edge = arith.all_of(*(span == 1 for span in spans), position == 1, tokens == 2)
+    return Claim(
+        hypotheses=hypotheses,
+        goal=restorable,
+        covers={"one-token blocks, the first of a cached request's two tokens restored": edge},
+    )
 
 
 def offload_restores_published(variant, x):
@@ -476,6 +510,7 @@ def prefill_ends_where_decode_begins(variant, x):
         covers={
             "a resumed request replaying its outputs": arith.all_of(prompt <= computed, computed < tokens - 1),
             "a resumed request's last token": arith.all_of(tokens > prompt, computed == tokens - 1),
+            **_smallest_request(x),
         },
     )
 
@@ -520,6 +555,7 @@ def step_slots(variant, x):
         covers={
             "a private state written after a published one": arith.all_of(writes, arith.negate(step.published)),
             "resumed at a published checkpoint": computed == published_before,
+            "resumed at the first checkpoint": arith.all_of(earlier == 1, computed == r),
         },
     )
 
