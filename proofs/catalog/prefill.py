@@ -148,7 +148,12 @@ def published_on_targets_step(variant, x):
     return Claim(
         hypotheses=hypotheses,
         goal=arith.implies(step.published, _on_targets(step.end, d.target_spans)),
-        covers={**_target_covers(x, d, step.published), **_smallest_request(x)},
+        covers={
+            **_target_covers(x, d, step.published),
+            **_smallest_request(x),
+            # The edge of "a state in prefill": past the prompt, replaying a resumed request's outputs.
+            "a resumed request replaying its outputs": x["computed"] >= x["prompt"],
+        },
     )
 
 
