@@ -171,6 +171,14 @@ MUTANTS = {
             "p.sched_block",
         ),
         _mutant(
+            "restore-first-target-only",
+            "the GPU restore checks the hit against the first target-attention group's blocks only",
+            "reuse",
+            "gpu_restore_bounds",
+            "divisors=tuple(target_spans),",
+            "divisors=tuple(target_spans[:1]),",
+        ),
+        _mutant(
             "restore-takes-smallest",
             "the GPU restore search returns the smallest restorable published position, not the largest",
             "reuse",
