@@ -395,7 +395,10 @@ def prop({parameters}) -> None:
 def crosshair_module(prop: Property) -> str:
     variables = prop.obligation.variables
     theorem = CATALOGUE[prop.theorem]
-    where = "trace_search" if theorem.trace_search is prop.obligation else "obligations[0]"
+    if theorem.trace_search is prop.obligation:
+        where = "trace_search"
+    else:
+        where = f"obligations[{theorem.obligations.index(prop.obligation)}]"
     return CROSSHAIR_MODULE.format(
         theorem=prop.theorem,
         variant=prop.variant,

@@ -76,3 +76,23 @@ def test_cache_figures(quick_output: str) -> None:
     rerun = next(line for line in quick_output.splitlines() if "unchanged rerun" in line)
     reused, total = rerun.split(" entries reused")[0].split(", ")[-1].split(" of ")
     assert int(reused) == int(total) > 0  # an unchanged rerun decides nothing again
+
+
+def test_the_crosshair_module_names_the_refuted_obligation_not_the_first(tmp_path, monkeypatch):
+    """guard-exact's too-strict guard is refuted by its second obligation (necessary)."""
+    from proofs.benchmark import Property, _refuted_obligation, crosshair_module
+    from proofs.catalog import CATALOGUE
+
+    theorem = CATALOGUE["guard-exact"]
+    obligation = _refuted_obligation(theorem, "mutant:guard-demands-longer-cadence", 20_000_000)
+    assert obligation is theorem.obligations[1]
+    prop = Property("x", "guard-exact", "mutant:guard-demands-longer-cadence", obligation, 20_000_000)
+    (tmp_path / "guard_module.py").write_text(crosshair_module(prop), encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import guard_module  # applies the mutant's patch, as in CrossHair's process
+
+    try:
+        assert guard_module.OBLIGATION is obligation
+    finally:
+        guard_module._IN_EFFECT.__exit__(None, None, None)
+        sys.modules.pop("guard_module")
