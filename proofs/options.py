@@ -20,6 +20,8 @@ class SolverOptions:
     # Only those cheap refuters: no proof. A theorem of several obligations
     # probes each before proving any, so a refutation of the last costs no proof of the first.
     probe_only: bool = False
+    # The probe already ran on this obligation and found nothing: it is seeded, so it is not run again.
+    probed: bool = False
     drop: frozenset[str] = frozenset()  # hypotheses left out (ablations)
     case_split: tuple[str, ...] = ()  # Bool inputs decided case by case
     lemmas: bool = True  # the derived lemma families (models/arith.py) beside the witnesses

@@ -243,6 +243,7 @@ def _run_theorem(
             if probed.verdict == REFUTED:
                 outcomes.append((o, probed))
                 break
+        refuting = replace(refuting, probed=True)
     for o in theorem.obligations if not outcomes and (found is None or found.verdict != REFUTED) else ():
         outcomes.append((o, decide_obligation(o, variant, refuting, context)))
         if refuting.refute_first and outcomes[-1][1].verdict == REFUTED:

@@ -340,7 +340,7 @@ class _Problem:
             dict(zip(case_split, values, strict=True))
             for values in itertools.product((False, True), repeat=len(case_split))
         ]
-        if refute_first:
+        if refute_first and not self.options.probed:
             # On the obligation whole, every flag free: the probe draws the
             # flags too, and a geometry's one query covers every case, where
             # case by case would cost a probe and a reading per case.
