@@ -85,12 +85,20 @@ def _answer(enumeration: Enumeration, variant: Variant, case: Case) -> Verdict:
         return Verdict(f"the engine model raised {type(error).__name__}: {error}")
 
 
-def live_code_digest() -> str:
+# The code an enumerated verdict is a function of: the engine model it runs,
+# and the catalogue's domains and checks that run it (a change to a check
+# function alone must not reuse the verdict of the check before it).
+DECIDING_PACKAGES = ("models", "proofs.catalog")
+CATALOGUE_DIRECTORY = Path(__file__).resolve().parent / "catalog"
+
+
+def live_code_digest(packages: tuple[str, ...] = DECIDING_PACKAGES) -> str:
     """sha256 over the code of every function and method of the loaded
-    models.* modules as they run now: a patch applied in this process (a
-    mutant) changes it, which a digest of the files would not notice."""
+    modules of `packages` as they run now: a patch applied in this process
+    (a mutant) changes it, which a digest of the files would not notice."""
     digest = hashlib.sha256()
-    for name in sorted(m for m in sys.modules if m == "models" or m.startswith("models.")):
+    loaded = (m for m in sys.modules if any(m == p or m.startswith(f"{p}.") for p in packages))
+    for name in sorted(loaded):
         module = sys.modules[name]
         for attribute, value in sorted(vars(module).items()):
             for function in _functions(value, name):
@@ -116,10 +124,21 @@ def _functions(value, module_name: str) -> list:
 
 def claim_text(theorem_name: str, enumeration: Enumeration, variant_name: str) -> str:
     """What an enumerated entry's decision is a function of, as one text:
-    the domain, the variant and the engine code it runs."""
+    the domain, the variant, the engine code it runs and the catalogue code
+    that runs it."""
     return f"; enumerated {theorem_name} under {variant_name}\n; domain: {enumeration.domain}\n" + (
-        f"; engine code {live_code_digest()}\n"
+        f"; engine and catalogue code {live_code_digest()}\n; catalogue sources {catalogue_sources_digest()}\n"
     )
+
+
+def catalogue_sources_digest() -> str:
+    """sha256 over the files of proofs/catalog/: what the live code digest
+    leaves out, a module's constants (a domain's sizes, a threshold)."""
+    digest = hashlib.sha256()
+    for path in sorted(CATALOGUE_DIRECTORY.glob("*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def certificate(entry) -> dict:

@@ -110,3 +110,11 @@ def test_mining_an_enumerated_theorem_is_refused_in_one_line(tmp_path, capsys):
     assert main([*argv, "--no-vllm"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "decided by enumeration, not by Z3" in err
+
+
+def test_the_claim_text_follows_the_catalogue_check_as_well_as_the_engine(monkeypatch):
+    theorem = CATALOGUE["grid-period-shift"]
+    before = claim_texts(theorem, "pr457-guarded")
+    # A check function changed alone (its code, not the engine's): another key.
+    monkeypatch.setattr(theorem.enumeration.check, "__code__", (lambda variant, case: None).__code__)
+    assert claim_texts(theorem, "pr457-guarded") != before
