@@ -13,9 +13,9 @@ from models import prefill
 from models.variants import VARIANTS
 from proofs.mutation import equivalence
 from proofs.mutation.operators import mutants_of, size_kind
-from proofs.mutation.patch import Patch, applied, compile_patched
+from proofs.mutation.patch import Patch, applied, compile_patched, references_patched
 from proofs.mutation.reach import Call, Fixed, IntLeaf
-from proofs.mutation.run import KILLED, decide_mutant, engine_runs, reach_of
+from proofs.mutation.run import KILLED, REFERENCE_THEOREMS, decide_mutant, engine_runs, reach_of
 
 TOY = '''
 from models import arith
@@ -123,6 +123,21 @@ def test_a_mutant_of_the_plan_simulate_runs_is_killed_by_a_plan_theorem():
     result = decide_mutant(mutant, [r for r in runs if r.theorem.name in readers], [])
     assert result.status == KILLED
     assert "REFUTED, expected PROVED" in result.killed_by[0]
+
+
+def test_with_the_reference_patched_a_shared_fault_needs_a_theorem_other_than_the_comparison():
+    """A fault in code 0.33.0 shares moves the reference as a file edit would:
+    the comparison with 0.33.0 no longer kills it, a property does."""
+    (mutant,) = [m for m in mutants_of("models.config", "resolve") if m.ident == "config:resolve:min<->max:0"]
+    runs = engine_runs()
+    readers = reach_of([mutant], runs).theorems["models.config:resolve"]
+    selected = [r for r in runs if r.theorem.name in readers]
+    released = decide_mutant(mutant, selected, [])
+    assert released.status == KILLED and released.killed_by[0].startswith("config-default-equivalence / ")
+    with references_patched():
+        patched = decide_mutant(mutant, selected, [])
+    assert patched.status == KILLED
+    assert patched.killed_by[0].split(" / ")[0] not in REFERENCE_THEOREMS, patched.killed_by
 
 
 PUBLISHES_CALL = Call(VARIANTS["baseline"], (("end", IntLeaf()), ("cadence", IntLeaf()), ("tokens", IntLeaf())))

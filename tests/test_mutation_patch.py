@@ -13,7 +13,7 @@ from models import prefill, scheduler
 from models.variants import PR457_GUARDED, VARIANTS
 from proofs.catalog import CATALOGUE
 from proofs.mutation.handwritten import MUTANTS, in_effect, resolve
-from proofs.mutation.patch import Patch, PatchError, applied, pristine
+from proofs.mutation.patch import Patch, PatchError, applied, pristine, references_patched
 from proofs.runner import load_manifest, run_theorem
 from proofs.solver import PROVED, REFUTED
 
@@ -53,6 +53,14 @@ def test_a_patch_is_seen_while_applied_and_gone_after():
             assert prefill.initial_state_column(PR457_GUARDED, 8, 4) == 1
         assert prefill.initial_state_column(PR457_GUARDED, 8, 4) == 2
     assert prefill.initial_state_column(PR457_GUARDED, 8, 4) == 1
+
+
+def test_with_references_patched_the_reference_reads_the_patch_as_a_file_edit_would():
+    slot = MUTANTS["slot-off-by-one"]
+    with references_patched(), applied(slot.patch), pristine():
+        assert prefill.initial_state_column(PR457_GUARDED, 8, 4) == 2
+    with applied(slot.patch), pristine():  # and the default is the model as released
+        assert prefill.initial_state_column(PR457_GUARDED, 8, 4) == 1
 
 
 def test_a_patch_is_undone_when_the_block_raises():

@@ -57,6 +57,13 @@ def add_parser(sub) -> None:
     mutate.add_argument(
         "--timeout", type=positive_integer, default=DEFAULT_TIMEOUT, help="seconds per mutant before it counts as a gap"
     )
+    mutate.add_argument(
+        "--reference",
+        choices=("patched", "released"),
+        default="patched",
+        help="what the theorems comparing a variant with vLLM 0.33.0 read as 0.33.0: the mutated model, as they "
+        "would read the same fault written into models/ (default), or the model as released, unpatched",
+    )
     mutate.add_argument("--fail-under", type=_percent, metavar="PERCENT", help="exit 1 when the score is below PERCENT")
     mutate.add_argument("--list", action="store_true", help="list the mutants that would run, and run none")
     mutate.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -85,7 +92,15 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     print(f"gridproof mutate: {len(chosen)} of {len(mutants)} mutants of {', '.join(modules)}", file=sys.stderr)
     sources = source_comparisons.prepare(mutated_functions(chosen), _progress)
-    results = run_mutants(chosen, jobs=args.jobs, timeout=args.timeout, progress=_progress, sources=sources)
+    reference_patched = args.reference == "patched"
+    results = run_mutants(
+        chosen,
+        jobs=args.jobs,
+        timeout=args.timeout,
+        progress=_progress,
+        sources=sources,
+        reference_patched=reference_patched,
+    )
     figures = summary(results, time.perf_counter() - started)
     selection = {
         "modules": list(modules),
@@ -95,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
         "sample": args.sample,
         "seed": args.seed if args.sample else None,
         "jobs": args.jobs,
+        "reference": args.reference,
     }
     if args.json:
         document = {"format": "gridproof-mutation/1", "selection": selection, **figures}
@@ -102,16 +118,19 @@ def run(args: argparse.Namespace) -> int:
         document["mutants"] = [r.to_json() for r in results]
         print(json.dumps(document, indent=2))
     else:
-        print(render(results, figures, sources))
+        print(render(results, figures, sources, args.reference))
     below = args.fail_under is not None and (figures["score"] is None or figures["score"] < args.fail_under)
     return 1 if below else 0
+
+
+_REFERENCE_READ = {"patched": "(its reference mutated too)", "released": "(its reference as released)"}
 
 
 def _progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def render(results, figures: dict, sources: source_comparisons.SourceComparisons) -> str:
+def render(results, figures: dict, sources: source_comparisons.SourceComparisons, reference: str) -> str:
     lines = []
     gaps = [r for r in results if r.status == GAP]
     if gaps:
@@ -131,7 +150,7 @@ def render(results, figures: dict, sources: source_comparisons.SourceComparisons
     lines += [
         "",
         f"{figures['generated']} mutants: {figures['killed']} killed ({figures['killed_by_reference']} by a "
-        f"catalogue comparison with 0.33.0, {source}, "
+        f"catalogue comparison with 0.33.0 {_REFERENCE_READ[reference]}, {source}, "
         f"{figures['killed_by_error']} by an ERROR or the model raising), "
         f"{figures['equivalent']} proved equivalent, {figures['gaps']} gaps; "
         f"score {score} = killed / (generated - equivalent); "

@@ -185,6 +185,22 @@ def _install(function, code: tuple) -> None:
     function.__code__, function.__defaults__, function.__kwdefaults__ = code
 
 
+_references_patched = False
+
+
+@contextlib.contextmanager
+def references_patched() -> Iterator[None]:
+    """Within the block, pristine() leaves the applied patches in place: a
+    theorem's 0.33.0 reference reads the mutant, as it reads a fault that is
+    written into models/ rather than applied in the process."""
+    global _references_patched
+    saved, _references_patched = _references_patched, True
+    try:
+        yield
+    finally:
+        _references_patched = saved
+
+
 @contextlib.contextmanager
 def applied(patch: Patch | None) -> Iterator[None]:
     """Within the block, the model runs the patched function; `None` patches nothing."""
@@ -206,8 +222,10 @@ def applied(patch: Patch | None) -> Iterator[None]:
 def pristine() -> Iterator[None]:
     """Within the block, the model's own code, whatever patch is applied:
     for a theorem's fixed reference (vLLM 0.33.0 as released, which the
-    conformance tests pin), that a mutant of the code must not move too."""
-    active = list(_active)
+    conformance tests pin), that a mutant of the code must not move too.
+    Within references_patched(), the patched code: as a fault written into
+    the file would move the reference with it."""
+    active = [] if _references_patched else list(_active)
     for target, saved, _ in reversed(active):
         _install(target, saved)
     try:

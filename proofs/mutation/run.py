@@ -17,6 +17,7 @@ it; otherwise it is a gap.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import random
 import time
@@ -29,16 +30,19 @@ from proofs.mutation import equivalence
 from proofs.mutation import source as source_comparisons
 from proofs.mutation.callers import private_callers
 from proofs.mutation.operators import Mutant
-from proofs.mutation.patch import applied
+from proofs.mutation.patch import applied, references_patched
 from proofs.mutation.reach import Call, Reach, capture, key
 from proofs.runner import Run, load_manifest, plan_runs, run_theorem
 from proofs.solver import SolverOptions, shared_queries
 
 KILLED, EQUIVALENT, GAP = "killed", "equivalent", "gap"
 DEFAULT_TIMEOUT = 600  # seconds per mutant: the whole catalogue takes about 15 s in one process
-# Theorems that compare a variant with vLLM 0.33.0 as released (the unpatched
-# model, proofs/mutation/patch.py:pristine): a kill by one of them says the
-# mutant changed released behaviour, not which property it breaks.
+# Theorems that compare a variant with vLLM 0.33.0 as released
+# (proofs/mutation/patch.py:pristine). With the reference as released (the
+# unpatched model, `--reference released`), a kill by one of them says the
+# mutant changed released behaviour, not which property it breaks; with the
+# reference patched too (the default), they see what they would see of the
+# same fault written into the file: only a change to a variant's own lines.
 REFERENCE_THEOREMS = frozenset(
     {"config-default-equivalence", "config-physical-unchanged", "plan-default-equivalence", "split-default-equivalence"}
 )
@@ -101,8 +105,11 @@ def run_mutants(
     timeout: float = DEFAULT_TIMEOUT,
     progress: Callable[[str], None] = lambda _line: None,
     sources: source_comparisons.SourceComparisons | None = None,
+    reference_patched: bool = True,
 ) -> list[Result]:
-    """`sources`: the comparisons with vLLM's source (source.prepare); prepared here when None."""
+    """`sources`: the comparisons with vLLM's source (source.prepare); prepared here when None.
+    `reference_patched`: the theorems' 0.33.0 references read the mutant too
+    (patch.references_patched), as they would read the fault in the file."""
     runs = engine_runs()
     reach = reach_of(mutants, runs)
     if sources is None:
@@ -133,7 +140,7 @@ def run_mutants(
         while pending and len(live) < jobs:
             i, mutant, selected, calls, callers, every_shape = pending.pop(0)
             receiver, sender = context.Pipe(duplex=False)
-            arguments = (sender, mutant, selected, calls, callers, every_shape, sources)
+            arguments = (sender, mutant, selected, calls, callers, every_shape, sources, reference_patched)
             process = context.Process(target=_child, args=arguments, daemon=True)
             process.start()
             sender.close()
@@ -164,8 +171,10 @@ def mutated_functions(mutants: list[Mutant]) -> list[tuple[str, str]]:
     return sorted({(m.patch.module, m.patch.function) for m in mutants})
 
 
-def _child(sender, mutant: Mutant, runs: list[Run], calls: list[Call], callers: list, every_shape: bool, sources):
-    sender.send(decide_mutant(mutant, runs, calls, callers, every_shape, sources))
+def _child(sender, mutant: Mutant, runs, calls, callers, every_shape: bool, sources, reference_patched: bool):
+    with references_patched() if reference_patched else contextlib.nullcontext():
+        result = decide_mutant(mutant, runs, calls, callers, every_shape, sources)
+    sender.send(result)
     sender.close()
 
 
