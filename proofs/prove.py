@@ -25,6 +25,7 @@ from proofs.runner import (
     reproduce_command,
     run_theorem,
     same_choices,
+    stale_mutant,
 )
 from proofs.solver import REFUTED, SolverOptions, exporting, shared_queries
 
@@ -142,8 +143,13 @@ def _run_theorem_variants(
     twins = _Twins(theorem, seed)
     with shared_queries(), exporting(export):
         for variant, expected, rlimit, tier in variants:
-            key = cache.key(CATALOGUE[theorem], variant, expected, rlimit, tier, seed) if cache else ""
-            entry = cache.load(key) if cache else None
+            # A stale hand mutant is an ERROR entry (run_theorem), neither cached nor read for a key.
+            key = (
+                cache.key(CATALOGUE[theorem], variant, expected, rlimit, tier, seed)
+                if cache and not stale_mutant(variant)
+                else ""
+            )
+            entry = cache.load(key) if key else None
             if entry is not None:
                 entries.append(entry)
                 continue
@@ -167,7 +173,7 @@ def _run_theorem_variants(
                 # checks create terms), and a deletion check could end
                 # otherwise; so its command decides those variants first.
                 entry.reproduce = reproduce_command(theorem, decided, rlimit, seed)
-            if cache:
+            if key:
                 cache.store(key, entry)
             entries.append(entry)
     return entries

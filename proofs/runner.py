@@ -17,7 +17,8 @@ from models.errors import GridproofError
 from models.variants import VARIANTS
 from proofs.catalog import CATALOGUE, Obligation, Theorem
 from proofs.enumerated import claim_text, decide_enumeration
-from proofs.mutation.handwritten import MUTANTS, in_effect, resolve
+from proofs.mutation.handwritten import MUTANTS, in_effect, mutant_of, resolve
+from proofs.mutation.patch import PatchError, compile_patched
 from proofs.solver import (
     DEFAULT_RLIMIT,
     ERROR,
@@ -147,7 +148,24 @@ def run_theorem(
 ) -> Entry:
     """One entry: every obligation of `theorem` for one variant, decided
     under the run's `options` (budget and seed; the defaults when None), in
-    a Z3 context of the entry's own (solver.decide says why)."""
+    a Z3 context of the entry's own (solver.decide says why). A hand
+    mutant whose patch no longer applies to the model is an ERROR entry."""
+    stale = stale_mutant(variant_name)
+    if stale is not None:
+        return Entry(
+            theorem=theorem.name,
+            variant=variant_name,
+            verdict=ERROR,
+            expected=expected,
+            rlimit=0,
+            seconds=0.0,
+            reason=stale,
+            reproduce=reproduce_command(theorem.name, [variant_name], (options or SolverOptions()).rlimit, None),
+            subject=theorem.subject,
+            statement=theorem.statement,
+            tier=tier,
+            source=theorem_location(theorem),
+        )
     with in_effect(variant_name) as variant:
         run = options or SolverOptions()
         if theorem.enumeration is not None:
@@ -156,6 +174,23 @@ def run_theorem(
         entry = _run_theorem(theorem, choices, variant_name, expected, run, tier, z3.Context())
         entry.choices_read = frozenset(choices.read)
         return entry
+
+
+def stale_mutant(variant_name: str) -> str | None:
+    """Why `variant_name`, a hand mutant, cannot be applied to the model as it
+    now is (its patch's text is no longer where it was: the model changed
+    under it); None when it applies, or is no mutant."""
+    mutant = mutant_of(variant_name)
+    if mutant is None:
+        return None
+    try:
+        compile_patched(mutant.patch)
+    except PatchError as error:
+        return (
+            f"the hand mutant's patch no longer applies to the model ({error}); the model changed under it: "
+            "update it in proofs/mutation/handwritten.py"
+        )
+    return None
 
 
 def _run_enumerated(theorem: Theorem, variant, expected: str, run: SolverOptions, tier: str) -> Entry:

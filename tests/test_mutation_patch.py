@@ -4,6 +4,8 @@ from outside, seen by both readings while applied, and gone afterwards."""
 from __future__ import annotations
 
 import ast
+import dataclasses
+import json
 import re
 from pathlib import Path
 
@@ -12,6 +14,7 @@ import pytest
 from models import prefill, scheduler
 from models.variants import PR457_GUARDED, VARIANTS
 from proofs.catalog import CATALOGUE
+from proofs.cli import main
 from proofs.mutation.handwritten import MUTANTS, in_effect, resolve
 from proofs.mutation.patch import Patch, PatchError, applied, pristine, references_patched
 from proofs.runner import load_manifest, run_theorem
@@ -94,3 +97,19 @@ def test_unknown_names_are_refused_in_one_line():
     with pytest.raises(ValueError, match="unknown variant 'mutant:nope'"):
         resolve("mutant:nope")
     assert resolve("baseline") is VARIANTS["baseline"]
+
+
+def test_a_hand_mutant_the_model_changed_under_is_an_error_entry_and_the_run_goes_on(monkeypatch, capsys):
+    """A fault written into the model where a hand mutant patches it: that
+    mutant's entry is ERROR, naming why, and every other entry is decided."""
+    slot = MUTANTS["slot-off-by-one"]
+    moved = dataclasses.replace(slot.patch, before="arith.floordiv(computed - 2, cadence)")
+    monkeypatch.setitem(MUTANTS, "slot-off-by-one", dataclasses.replace(slot, patch=moved))
+    status = main(["prove", "--theorem", "prefill-state-slot", "--json", "--no-cache"])
+    entries = {e["variant"]: e for e in json.loads(capsys.readouterr().out)["entries"]}
+    assert status == 1
+    stale = entries["mutant:slot-off-by-one"]
+    assert (
+        stale["verdict"] == "ERROR" and "no longer applies" in stale["reason"] and "occurs 0 times" in stale["reason"]
+    )
+    assert {entries[v]["verdict"] for v in ("baseline", "pr457", "pr457-guarded")} == {"PROVED"}
