@@ -9,7 +9,7 @@ from dataclasses import fields
 from models import arith
 from models.config import guard_accepts
 from models.geometry import RECURRENT, TARGET, Deployment, Geometry, Request
-from models.plan import group_grid, plan
+from models.plan import cadence, group_grid, plan
 from models.variants import BASELINE
 from proofs.catalog.base import GEOMETRY_VARS, Obligation, Theorem, bools, deployment_domain, ints, symbolic_groups
 from proofs.mutation.patch import pristine
@@ -137,9 +137,14 @@ def group_spans(variant, x):
     grid = group_grid(variant, groups, x["dcp"], x["explicit"], x["user_cadence"])
     dcp = x["dcp"]
     per_group = []
+    recurrent = [group for group in groups if group.kind == RECURRENT]
     for group, block, span in zip(groups, grid.spec_blocks, grid.spans, strict=True):
         if group.kind == RECURRENT:
-            per_group.append(arith.all_of(block == grid.cadence, span == block))
+            # R holds the group's own block as config resolution gives it (config-plan-cadence): a
+            # multiple of it, and with one recurrent group, that block.
+            resolved = cadence(variant, group.block_size, x["explicit"], x["user_cadence"])
+            exact = grid.cadence == resolved if len(recurrent) == 1 else arith.divides(resolved, grid.cadence)
+            per_group.append(arith.all_of(block == grid.cadence, span == block, exact))
         else:
             per_group.append(
                 arith.all_of(
@@ -208,7 +213,7 @@ THEOREMS = (
         "plan-group-spans",
         "Each cache group's span is vLLM's eff(): its spec block times DCP when the group is DCP-sharded, its "
         "spec block otherwise; a target or draft group's spec block is its page, the recurrent group's is the "
-        "cadence R.",
+        "cadence R, which is the recurrent group's block as config resolution gives it (models.plan.cadence).",
         group_spans,
     ),
 )

@@ -227,6 +227,14 @@ MUTANTS = {
             "tuple(group.block_size for group in groups)",
         ),
         _mutant(
+            "cadence-from-attention-groups",
+            "the recurrent cadence taken as the lcm of the attention groups' blocks, the recurrent groups left out",
+            "plan",
+            "recurrent_cadence",
+            "for g in groups if g.kind == RECURRENT]",
+            "for g in groups if g.kind != RECURRENT]",
+        ),
+        _mutant(
             "every-block-the-cadence",
             "every group's spec block taken as the recurrent cadence, the attention groups' included",
             "plan",
