@@ -232,6 +232,7 @@ def _same_claim(twin: Entry, variant: str, tier: str, seconds: float) -> Entry:
         reused_queries=0,
         same_claim_as=twin.variant,
         ablations=dict(twin.ablations),
+        enumeration=dict(twin.enumeration),
         hypotheses_used=list(twin.hypotheses_used),
         hypotheses_unconfirmed=list(twin.hypotheses_unconfirmed),
         hypotheses=list(twin.hypotheses),

@@ -168,10 +168,11 @@ def run_theorem(
         )
     with in_effect(variant_name) as variant:
         run = options or SolverOptions()
-        if theorem.enumeration is not None:
-            return _run_enumerated(theorem, variant, expected, run, tier)
         choices = ChoicesRead(variant)
-        entry = _run_theorem(theorem, choices, variant_name, expected, run, tier, z3.Context())
+        if theorem.enumeration is not None:
+            entry = _run_enumerated(theorem, choices, variant_name, expected, run, tier)
+        else:
+            entry = _run_theorem(theorem, choices, variant_name, expected, run, tier, z3.Context())
         entry.choices_read = frozenset(choices.read)
         return entry
 
@@ -193,18 +194,20 @@ def stale_mutant(variant_name: str) -> str | None:
     return None
 
 
-def _run_enumerated(theorem: Theorem, variant, expected: str, run: SolverOptions, tier: str) -> Entry:
+def _run_enumerated(
+    theorem: Theorem, variant, variant_name: str, expected: str, run: SolverOptions, tier: str
+) -> Entry:
     decision = decide_enumeration(theorem.enumeration, variant)
     return Entry(
         theorem=theorem.name,
-        variant=variant.name,
+        variant=variant_name,
         verdict=decision.verdict,
         expected=expected,
         rlimit=0,
         seconds=round(decision.seconds, 3),
         counterexample=decision.counterexample,
         reason=decision.reason,
-        reproduce=reproduce_command(theorem.name, [variant.name], run.rlimit, run.seed),
+        reproduce=reproduce_command(theorem.name, [variant_name], run.rlimit, run.seed),
         subject=theorem.subject,
         statement=theorem.statement,
         tier=tier,

@@ -89,3 +89,16 @@ def test_the_fields_read_are_recorded_however_they_are_read():
     assert not same_choices(frozenset(choices.read), "baseline", "pr457")
     repr(choices)
     assert "name" in choices.read and not same_choices(frozenset(choices.read), "baseline", "pr457")
+
+
+def test_an_enumerated_entry_is_taken_by_a_variant_that_agrees_on_what_its_cases_read():
+    """vLLM's recorded answers are about resolution and the split, which do
+    not read the guard: pr457-guarded takes pr457's entry, cases and all;
+    baseline, which splits on another grid, is decided."""
+    _, entries = run_catalogue(theorem="matches-recorded-vllm", variant="baseline,pr457,pr457-guarded", jobs=1)
+    by_variant = {e.variant: e for e in entries}
+    assert by_variant["pr457"].same_claim_as == "" and by_variant["baseline"].same_claim_as == ""
+    twin = by_variant["pr457-guarded"]
+    assert twin.same_claim_as == "pr457" and twin.verdict == "PROVED"
+    assert twin.enumeration == by_variant["pr457"].enumeration and twin.enumeration["cases"] > 0
+    assert "guarded" not in by_variant["pr457"].choices_read
