@@ -40,6 +40,13 @@ CORE_HOPELESS_RATIO = 4
 # less time: most checks that ended unknown are no longer posed.
 PINNED_RANGES = ((1, 1), (0, 2))
 PINNED_RLIMIT = 100_000
+# With more size inputs than this (the group theorems' wide shapes), 0..2
+# for each is 3^n geometries, and a check there is capped lower: over
+# --tier all, 30 of them ended unknown at PINNED_RLIMIT, none decided above
+# 40,000 but 3 (now kept unconfirmed), and the run took 1.7 million less rlimit
+# (24.9 to 23.3 million).
+PINNED_WIDE_SIZES = 10
+PINNED_WIDE_RLIMIT = 40_000
 # A deletion check that the widest pinned range leaves undecided is not
 # posed in full: its hypothesis is kept, unconfirmed, as after a full check
 # that ended unknown. Over --tier all, each of the 10 such checks posed in
@@ -153,8 +160,10 @@ class DeletionQueries:
         PINNED_RANGES, else the answer within the last (widest) of them;
         unsat without sizes to pin."""
         answer = z3.unsat
-        for pins in PINNED_RANGES if self.encoding.sizes else ():
-            answer = self._check(self._solver(pins), kept, name, PINNED_RLIMIT)
+        sizes = len(self.encoding.sizes)
+        for pins in PINNED_RANGES if sizes else ():
+            cap = PINNED_WIDE_RLIMIT if sizes > PINNED_WIDE_SIZES and pins[0] != pins[1] else PINNED_RLIMIT
+            answer = self._check(self._solver(pins), kept, name, cap)
             if answer == z3.sat:
                 break
         return answer
