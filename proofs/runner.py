@@ -150,6 +150,7 @@ def run_theorem(
     under the run's `options` (budget and seed; the defaults when None), in
     a Z3 context of the entry's own (solver.decide says why). A hand
     mutant whose patch no longer applies to the model is an ERROR entry."""
+    run = options or SolverOptions()
     stale = stale_mutant(variant_name)
     if stale is not None:
         return Entry(
@@ -160,14 +161,13 @@ def run_theorem(
             rlimit=0,
             seconds=0.0,
             reason=stale,
-            reproduce=reproduce_command(theorem.name, [variant_name], (options or SolverOptions()).rlimit, None),
+            reproduce=reproduce_command(theorem.name, [variant_name], run.rlimit, run.seed),
             subject=theorem.subject,
             statement=theorem.statement,
             tier=tier,
             source=theorem_location(theorem),
         )
     with in_effect(variant_name) as variant:
-        run = options or SolverOptions()
         choices = ChoicesRead(variant)
         if theorem.enumeration is not None:
             entry = _run_enumerated(theorem, choices, variant_name, expected, run, tier)
