@@ -9,11 +9,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 DEFAULT_RLIMIT = 20_000_000
+# Seconds an obligation may run before its open query is stopped (UNKNOWN,
+# saying so). An outer limit only: the budget is the rlimit, which does not
+# depend on the machine; no obligation of the catalogue comes near it, but a
+# fault in a theorem can leave a query that spends its rlimit slowly (a
+# narrowed hypothesis took one such `prove --tier all` past 20 minutes).
+DEFAULT_WALL_LIMIT = 60.0
 
 
 @dataclass(frozen=True)
 class SolverOptions:
     rlimit: int = DEFAULT_RLIMIT  # Z3's resource budget for the whole obligation
+    wall_limit: float = DEFAULT_WALL_LIMIT  # seconds, an outer limit on the whole obligation
     seed: int | None = None  # Z3's random seed for every query; None: Z3's own
     # Try the cheap refuters first, on the obligation whole (the manifest expects REFUTED).
     refute_first: bool = False

@@ -22,7 +22,7 @@ import z3
 from models import arith
 from proofs import minimisation, queries, refutation
 from proofs.claims import Claim, Formula, Kind, Var, replay, symbolic_inputs
-from proofs.options import DEFAULT_RLIMIT, SolverOptions
+from proofs.options import DEFAULT_RLIMIT, DEFAULT_WALL_LIMIT, SolverOptions
 from proofs.queries import Answer, Query, QueryCache, shared_queries, standard_smt2
 
 
@@ -40,6 +40,11 @@ PROVED, REFUTED, UNKNOWN, VACUOUS, ERROR = Verdict
 
 SPURIOUS_RETRIES = 8  # inputs excluded after a counterexample that does not replay
 VACUITY_RLIMIT = 100_000  # the hypotheses' first consistency check, before any search
+# Queries allowed more rlimit than this get the obligation's wall-clock outer
+# limit as Z3's `timeout`. Not the smaller ones: they end within their budget,
+# and a timeout costs a timer per check (over --tier all, about 2,000 checks
+# with it took 3 s more CPU).
+TIMED_ABOVE_RLIMIT = 1_000_000
 
 
 # How a query is solved, a solver made in the obligation's Z3 context.
@@ -119,12 +124,29 @@ def _resource_count(ctx: z3.Context, checked: z3.Solver | None = None) -> int:
 class _Budget:
     """An obligation's rlimit: everything Z3 counted in its context since it began."""
 
-    def __init__(self, rlimit: int, ctx: z3.Context, counted: bool = True) -> None:
+    def __init__(
+        self, rlimit: int, ctx: z3.Context, counted: bool = True, wall_limit: float = DEFAULT_WALL_LIMIT
+    ) -> None:
         """`counted` False: for a claim only read, never decided (no count to start from)."""
         self.limit = rlimit
         self.ctx = ctx
         self.start = _resource_count(ctx) if counted else 0
         self.used = 0
+        self.wall_limit = wall_limit
+        self.deadline = time.monotonic() + wall_limit
+
+    def timeout_ms(self) -> int:
+        """What is left of the wall-clock outer limit, for Z3's `timeout` (at least 1 ms)."""
+        return max(1, int((self.deadline - time.monotonic()) * 1000))
+
+    def out_of_time(self) -> bool:
+        return time.monotonic() >= self.deadline
+
+    def timed_out(self, reason: str) -> str:
+        """`reason` for an unknown answer, saying so when the outer limit stopped it."""
+        if self.out_of_time():
+            return f"the wall-clock outer limit of {self.wall_limit:g} s was reached ({reason})"
+        return reason
 
     @property
     def remaining(self) -> int:
@@ -163,7 +185,7 @@ def decide(
     started = time.perf_counter()
     options = options or SolverOptions()
     context = z3.Context() if context is None else context
-    budget = _Budget(options.rlimit, context)
+    budget = _Budget(options.rlimit, context, wall_limit=options.wall_limit)
     problem = None
     try:
         problem = _Problem(formula, tuple(variables), variant, options, budget, context)
@@ -322,10 +344,14 @@ class _Problem:
                 self.reused += 1
                 return Answer(*found, key)
         before = self.budget.used
+        if solver.rlimit_cap > TIMED_ABOVE_RLIMIT:
+            solver.set("timeout", self.budget.timeout_ms())
         result = solver.check(*extra)
         self.budget.charge(solver)
-        answer = Answer(result, solver.reason_unknown() if result == z3.unknown else "", self.budget.used - before, key)
-        if cache is not None:
+        reason = self.budget.timed_out(solver.reason_unknown()) if result == z3.unknown else ""
+        answer = Answer(result, reason, self.budget.used - before, key)
+        if cache is not None and not (result == z3.unknown and self.budget.out_of_time()):
+            # An answer the outer limit cut short says nothing of the query under its budget.
             cache.store(key, result, solver.rlimit_cap, answer.reason, answer.cost)
         return answer
 

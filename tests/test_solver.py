@@ -326,6 +326,22 @@ def test_exhausted_budget_is_unknown_and_never_ok():
     assert not entry.ok  # even when the manifest expected it
 
 
+def test_a_query_past_the_wall_clock_outer_limit_is_unknown_and_says_so():
+    """The rlimit is the budget; the wall clock only an outer limit, which a
+    query that spends its rlimit slowly meets first."""
+    x_var, y_var = Var("x"), Var("y")
+
+    def formula(variant, x):
+        return Claim(
+            hypotheses={"positive": arith.all_of(x["x"] >= 2, x["y"] >= 2)},
+            goal=x["x"] * x["x"] * x["x"] + x["y"] * x["y"] * x["y"] != 1729 * 1000003,
+        )
+
+    outcome = decide(formula, (x_var, y_var), None, SolverOptions(wall_limit=0.0))
+    assert outcome.verdict == UNKNOWN and "wall-clock outer limit of 0 s was reached" in outcome.reason
+    assert outcome.seconds < 5
+
+
 def test_case_split_needs_every_admitted_case():
     flag = Var("flag", Kind.BOOL)
 
