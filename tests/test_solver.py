@@ -339,7 +339,6 @@ def test_a_query_past_the_wall_clock_outer_limit_is_unknown_and_says_so():
 
     outcome = decide(formula, (x_var, y_var), None, SolverOptions(wall_limit=0.0))
     assert outcome.verdict == UNKNOWN and "wall-clock outer limit of 0 s was reached" in outcome.reason
-    assert outcome.seconds < 5
 
 
 def test_case_split_needs_every_admitted_case():
