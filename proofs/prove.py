@@ -14,6 +14,7 @@ import z3
 
 from proofs.cache import ProofCache
 from proofs.catalog import CATALOGUE
+from proofs.mutation.patch import PatchError
 from proofs.report.result import FORMAT as RESULT_FORMAT
 from proofs.runner import (
     Entry,
@@ -25,7 +26,6 @@ from proofs.runner import (
     reproduce_command,
     run_theorem,
     same_choices,
-    stale_mutant,
 )
 from proofs.solver import REFUTED, SolverOptions, exporting, shared_queries
 
@@ -143,12 +143,12 @@ def _run_theorem_variants(
     twins = _Twins(theorem, seed)
     with shared_queries(), exporting(export):
         for variant, expected, rlimit, tier in variants:
-            # A stale hand mutant is an ERROR entry (run_theorem), neither cached nor read for a key.
-            key = (
-                cache.key(CATALOGUE[theorem], variant, expected, rlimit, tier, seed)
-                if cache and not stale_mutant(variant)
-                else ""
-            )
+            key = ""
+            if cache:
+                try:
+                    key = cache.key(CATALOGUE[theorem], variant, expected, rlimit, tier, seed)
+                except PatchError:
+                    pass  # a stale hand mutant: run_theorem makes it an ERROR entry, which is not cached
             entry = cache.load(key) if key else None
             if entry is not None:
                 entries.append(entry)

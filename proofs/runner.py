@@ -3,6 +3,7 @@ the checked-in manifest (proofs/manifest.toml)."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import sys
@@ -17,8 +18,8 @@ from models.errors import GridproofError
 from models.variants import VARIANTS
 from proofs.catalog import CATALOGUE, Obligation, Theorem
 from proofs.enumerated import claim_text, decide_enumeration
-from proofs.mutation.handwritten import MUTANTS, in_effect, mutant_of, resolve
-from proofs.mutation.patch import PatchError, compile_patched
+from proofs.mutation.handwritten import MUTANTS, in_effect, resolve
+from proofs.mutation.patch import PatchError
 from proofs.solver import (
     DEFAULT_RLIMIT,
     ERROR,
@@ -151,23 +152,11 @@ def run_theorem(
     a Z3 context of the entry's own (solver.decide says why). A hand
     mutant whose patch no longer applies to the model is an ERROR entry."""
     run = options or SolverOptions()
-    stale = stale_mutant(variant_name)
-    if stale is not None:
-        return Entry(
-            theorem=theorem.name,
-            variant=variant_name,
-            verdict=ERROR,
-            expected=expected,
-            rlimit=0,
-            seconds=0.0,
-            reason=stale,
-            reproduce=reproduce_command(theorem.name, [variant_name], run.rlimit, run.seed),
-            subject=theorem.subject,
-            statement=theorem.statement,
-            tier=tier,
-            source=theorem_location(theorem),
-        )
-    with in_effect(variant_name) as variant:
+    with contextlib.ExitStack() as stack:
+        try:
+            variant = stack.enter_context(in_effect(variant_name))
+        except PatchError as error:
+            return _stale_mutant_entry(theorem, variant_name, expected, run, tier, error)
         choices = ChoicesRead(variant)
         if theorem.enumeration is not None:
             entry = _run_enumerated(theorem, choices, variant_name, expected, run, tier)
@@ -177,21 +166,28 @@ def run_theorem(
         return entry
 
 
-def stale_mutant(variant_name: str) -> str | None:
-    """Why `variant_name`, a hand mutant, cannot be applied to the model as it
-    now is (its patch's text is no longer where it was: the model changed
-    under it); None when it applies, or is no mutant."""
-    mutant = mutant_of(variant_name)
-    if mutant is None:
-        return None
-    try:
-        compile_patched(mutant.patch)
-    except PatchError as error:
-        return (
+def _stale_mutant_entry(
+    theorem: Theorem, variant_name: str, expected: str, run: SolverOptions, tier: str, error: PatchError
+) -> Entry:
+    """The ERROR entry of a hand mutant whose patch's text is no longer where
+    it was in the model: the model changed under it."""
+    return Entry(
+        theorem=theorem.name,
+        variant=variant_name,
+        verdict=ERROR,
+        expected=expected,
+        rlimit=0,
+        seconds=0.0,
+        reason=(
             f"the hand mutant's patch no longer applies to the model ({error}); the model changed under it: "
             "update it in proofs/mutation/handwritten.py"
-        )
-    return None
+        ),
+        reproduce=reproduce_command(theorem.name, [variant_name], run.rlimit, run.seed),
+        subject=theorem.subject,
+        statement=theorem.statement,
+        tier=tier,
+        source=theorem_location(theorem),
+    )
 
 
 def _run_enumerated(
