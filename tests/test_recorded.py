@@ -60,12 +60,15 @@ def test_a_bad_record_is_one_clear_error(tmp_path, monkeypatch):
     bad.write_bytes(b"\xff\xfe not json")
     monkeypatch.setattr(recorded, "RECORDED", bad)
     recorded.recorded.cache_clear()
+    recorded._record_bytes.cache_clear()
     try:
         with pytest.raises(recorded.RecordedCasesError, match="cannot read the recorded vLLM 0.33.0 answers"):
             recorded.recorded()
         bad.write_text('{"vllm": "0.33.0", "split": {"columns": ["block"], "cases": []}}', encoding="utf-8")
         recorded.recorded.cache_clear()
+        recorded._record_bytes.cache_clear()
         with pytest.raises(recorded.RecordedCasesError, match="expected the columns"):
             recorded.recorded()
     finally:
         recorded.recorded.cache_clear()
+        recorded._record_bytes.cache_clear()

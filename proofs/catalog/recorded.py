@@ -80,11 +80,20 @@ FUNCTIONS = {
 
 
 @cache
+def _record_bytes() -> bytes:
+    """The recorded file as stored: parsed by recorded(), digested by _domain()."""
+    try:
+        return RECORDED.read_bytes()
+    except OSError as error:
+        raise RecordedCasesError(f"{RECORDED}: cannot read the recorded vLLM {VERSION} answers: {error}") from None
+
+
+@cache
 def recorded() -> dict:
     """The recorded file, checked against FUNCTIONS' columns."""
     try:
-        data = json.loads(RECORDED.read_bytes())
-    except (OSError, ValueError) as error:
+        data = json.loads(_record_bytes())
+    except ValueError as error:
         raise RecordedCasesError(f"{RECORDED}: cannot read the recorded vLLM {VERSION} answers: {error}") from None
     if not isinstance(data, dict) or data.get("vllm") != VERSION:
         raise RecordedCasesError(f"{RECORDED}: not a record of vLLM {VERSION}")
@@ -147,7 +156,7 @@ def _domain() -> str:
     except RecordedCasesError as error:
         return f"the recorded cases ({error})"
     counts = ", ".join(f"{len(data[name]['cases'])} {name}" for name in FUNCTIONS)
-    digest = hashlib.sha256(RECORDED.read_bytes()).hexdigest()[:16]
+    digest = hashlib.sha256(_record_bytes()).hexdigest()[:16]
     return f"every case recorded from vLLM {VERSION} in proofs/recorded/{RECORDED.name}: {counts} (sha256 {digest}...)"
 
 
