@@ -81,7 +81,7 @@ def entry_key(theorem: Theorem, variant_name: str, expected: str, rlimit: int, t
     ]
     parts += [repr((o.name, o.variables, o.case_split, o.lemmas, o.solver_options, o.strategy)) for o in obligations]
     if theorem.enumeration is not None:
-        parts.append(model_sources_hash())  # with the domain and the live engine code in claim_texts
+        parts.append(model_sources_hash())  # the files; claim_texts has the domain and the live code
     parts += claim_texts(theorem, variant_name)
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 

@@ -89,15 +89,15 @@ def _answer(enumeration: Enumeration, variant: Variant, case: Case) -> Verdict:
 # and the catalogue's domains and checks that run it (a change to a check
 # function alone must not reuse the verdict of the check before it).
 DECIDING_PACKAGES = ("models", "proofs.catalog")
-CATALOGUE_DIRECTORY = Path(__file__).resolve().parent / "catalog"
 
 
-def live_code_digest(packages: tuple[str, ...] = DECIDING_PACKAGES) -> str:
+def live_code_digest() -> str:
     """sha256 over the code of every function and method of the loaded
-    modules of `packages` as they run now: a patch applied in this process
-    (a mutant) changes it, which a digest of the files would not notice."""
+    modules of DECIDING_PACKAGES as they run now: a patch applied in this
+    process (a mutant) changes it, which a digest of the files would not
+    notice (the proof cache adds that one, runner.model_sources_hash)."""
     digest = hashlib.sha256()
-    loaded = (m for m in sys.modules if any(m == p or m.startswith(f"{p}.") for p in packages))
+    loaded = (m for m in sys.modules if any(m == p or m.startswith(f"{p}.") for p in DECIDING_PACKAGES))
     for name in sorted(loaded):
         module = sys.modules[name]
         for attribute, value in sorted(vars(module).items()):
@@ -127,18 +127,8 @@ def claim_text(theorem_name: str, enumeration: Enumeration, variant_name: str) -
     the domain, the variant, the engine code it runs and the catalogue code
     that runs it."""
     return f"; enumerated {theorem_name} under {variant_name}\n; domain: {enumeration.domain}\n" + (
-        f"; engine and catalogue code {live_code_digest()}\n; catalogue sources {catalogue_sources_digest()}\n"
+        f"; engine and catalogue code {live_code_digest()}\n"
     )
-
-
-def catalogue_sources_digest() -> str:
-    """sha256 over the files of proofs/catalog/: what the live code digest
-    leaves out, a module's constants (a domain's sizes, a threshold)."""
-    digest = hashlib.sha256()
-    for path in sorted(CATALOGUE_DIRECTORY.glob("*.py")):
-        digest.update(path.name.encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
 
 
 def certificate(entry) -> dict:
