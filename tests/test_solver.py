@@ -311,16 +311,19 @@ def test_a_counterexample_that_does_not_replay_is_an_error():
     assert "does not replay" in outcome.reason
 
 
+HARD_VARIABLES = (Var("x"), Var("y"))
+
+
+def hard_formula(variant, x):
+    """A sum of two cubes off a large target: nonlinear, and not decided within a small budget."""
+    return Claim(
+        hypotheses={"positive": arith.all_of(x["x"] >= 2, x["y"] >= 2)},
+        goal=x["x"] * x["x"] * x["x"] + x["y"] * x["y"] * x["y"] != 1729 * 1000003,
+    )
+
+
 def test_exhausted_budget_is_unknown_and_never_ok():
-    x_var, y_var = Var("x"), Var("y")
-
-    def formula(variant, x):
-        return Claim(
-            hypotheses={"positive": arith.all_of(x["x"] >= 2, x["y"] >= 2)},
-            goal=x["x"] * x["x"] * x["x"] + x["y"] * x["y"] * x["y"] != 1729 * 1000003,
-        )
-
-    outcome = decide(formula, (x_var, y_var), None, SolverOptions(rlimit=1_000))
+    outcome = decide(hard_formula, HARD_VARIABLES, None, SolverOptions(rlimit=1_000))
     assert outcome.verdict == UNKNOWN
     entry = Entry("t", "v", UNKNOWN, UNKNOWN, outcome.rlimit, outcome.seconds)
     assert not entry.ok  # even when the manifest expected it
@@ -329,15 +332,7 @@ def test_exhausted_budget_is_unknown_and_never_ok():
 def test_a_query_past_the_wall_clock_outer_limit_is_unknown_and_says_so():
     """The rlimit is the budget; the wall clock only an outer limit, which a
     query that spends its rlimit slowly meets first."""
-    x_var, y_var = Var("x"), Var("y")
-
-    def formula(variant, x):
-        return Claim(
-            hypotheses={"positive": arith.all_of(x["x"] >= 2, x["y"] >= 2)},
-            goal=x["x"] * x["x"] * x["x"] + x["y"] * x["y"] * x["y"] != 1729 * 1000003,
-        )
-
-    outcome = decide(formula, (x_var, y_var), None, SolverOptions(wall_limit=0.0))
+    outcome = decide(hard_formula, HARD_VARIABLES, None, SolverOptions(wall_limit=0.0))
     assert outcome.verdict == UNKNOWN and "wall-clock outer limit of 0 s was reached" in outcome.reason
 
 
