@@ -429,13 +429,15 @@ def _combine(theorem: Theorem, outcomes: list) -> tuple[str, str, dict | None, l
 def _hypothesis_names(variant, outcomes: list[tuple[Obligation, Outcome]], context: z3.Context) -> list[str]:
     """Every decided obligation's hypotheses in order: as its decision read
     them, or, when it built no symbolic claim (a probe refuted it first),
-    read again."""
+    read again; none of one whose reading raised (ERROR)."""
     from models import arith
     from proofs.solver import symbolic_inputs
 
     names: list[str] = []
     for obligation, outcome in outcomes:
         read = outcome.hypothesis_names
+        if read is None and outcome.verdict == ERROR:
+            continue
         if read is None and outcome.verdict == REFUTED:
             read = list(obligation.formula(variant, dict(outcome.counterexample)).hypotheses)
         if read is None:
