@@ -75,9 +75,10 @@ class SymbolicContext:
         self._definitions: list[tuple[int, z3.BoolRef]] = []
         self.obligations: list[z3.BoolRef] = []
         self._divisions: dict[tuple[int, int], tuple[z3.ArithRef, z3.ArithRef]] = {}
-        self._lcms: dict[tuple[int, ...], z3.ArithRef] = {}
+        self._lcms: dict[tuple, z3.ArithRef] = {}
         self._gcds: dict[tuple[int, ...], z3.ArithRef] = {}
-        # (kind, terms, result, owner) of each lcm and gcd: their exact definitions, built on demand.
+        self._bounds: dict[tuple, z3.ArithRef] = {}
+        # (kind, terms, result, owner) of each lcm, gcd and family minimum: their exact definitions, built on demand.
         self._exact: list[tuple[str, tuple[z3.ArithRef, ...], z3.ArithRef, int]] = []
         self._quotients: dict[int, tuple[z3.ArithRef, list[z3.ArithRef]]] = {}
         self._witnessed: list[tuple[z3.ArithRef, z3.ArithRef, z3.ArithRef, z3.ArithRef]] = []
@@ -317,8 +318,10 @@ class SymbolicContext:
             self._register(q, d)
         return self._divisions[key]
 
-    def lcm(self, terms: tuple[z3.ArithRef, ...]) -> z3.ArithRef:
-        """A positive common multiple of positive `terms`, at most their product.
+    def lcm(self, terms: tuple[z3.ArithRef, ...], bounded: bool = True) -> z3.ArithRef:
+        """A positive common multiple of positive `terms`, at most their product
+        when `bounded` (without: of a family's members, whose other members
+        the product does not see).
 
         The exact lcm is not expressible without quantifiers; every property
         proved about this over-approximation holds for the true lcm, and a
@@ -328,7 +331,7 @@ class SymbolicContext:
         obligation; with `total_lcm`, the lcm is 0 when a term is 0, as
         math.lcm is, and only a negative term is an obligation.
         """
-        key = tuple(t.get_id() for t in terms)
+        key = (bounded, *(t.get_id() for t in terms))
         if key not in self._lcms:
             result = self.fresh("lcm", terms[0])
             owner = result.get_id()
@@ -346,7 +349,8 @@ class SymbolicContext:
             positive = z3.And(*(t > 0 for t in terms))
             self._owner[owner] = owner
             self._reads[owner] = terms
-            self._definitions.append((owner, z3.Implies(positive, z3.And(*multiples, result <= product))))
+            bound = [result <= product] if bounded else []
+            self._definitions.append((owner, z3.Implies(positive, z3.And(*multiples, *bound))))
             self._exact.append(("lcm", terms, result, owner))
             zero = [t == 0 for t in terms if not (z3.is_int_value(t) and t.as_long() > 0)]
             total = self.total_lcm and zero
@@ -374,6 +378,22 @@ class SymbolicContext:
             self._gcds[key] = result
         return self._gcds[key]
 
+    def bound(self, terms: tuple[z3.ArithRef, ...], least: bool) -> z3.ArithRef:
+        """A value at most (`least`) or at least each of `terms`: a family's
+        minimum or maximum, which its other members may move further. Exact
+        (the least or greatest of `terms`) in exact_definitions, as the
+        concrete reading of the family is."""
+        key = (least, *(t.get_id() for t in terms))
+        if key not in self._bounds:
+            result = self.fresh("min" if least else "max", terms[0])
+            owner = result.get_id()
+            self._owner[owner] = owner
+            self._reads[owner] = terms
+            self._definitions.append((owner, _and(*((result <= t) if least else (result >= t) for t in terms))))
+            self._exact.append(("min" if least else "max", terms, result, owner))
+            self._bounds[key] = result
+        return self._bounds[key]
+
     def exact_definitions(self) -> list[z3.BoolRef]:
         """What pins every lcm and gcd read so far to its exact value, for
         positive terms: Bezout's identity. A positive common divisor g of a
@@ -390,6 +410,9 @@ class SymbolicContext:
             if not self._owner_kept(owner):
                 continue
             facts = []
+            if kind in ("min", "max"):
+                exact.append(result == (minimum if kind == "min" else maximum)(*terms))
+                continue
             if kind == "gcd":
                 coefficients = [self.fresh("bezout", t) for t in terms]
                 facts.append(result == z3.Sum(*(t * c for t, c in zip(terms, coefficients, strict=True))))
@@ -666,6 +689,86 @@ def gcd(*xs):
             return xs[0]
         return _context().gcd(tuple(_terms(*xs)))
     return math.gcd(*xs)
+
+
+class FamilyReadByPosition(TypeError):
+    """A family of groups was indexed, sliced or counted: a fault of the code
+    that read it, not of the user's input."""
+
+
+class Family(tuple):
+    """The values of every member of a family of cache groups, of any size
+    (at least one member), held as arbitrary members: a symbolic deployment
+    of any shape (docs/groups.md). What holds of an arbitrary member holds
+    of every member, so a family is read only as a whole: `each` maps it,
+    `select` filters it by a property its members' kinds decide, and the
+    folds `lcm_of`, `gcd_of`, `minimum_of`, `maximum_of` and `all_in` fold
+    it. Over Z3 terms the folds give what holds at every size: any common
+    multiple, any common divisor, any value at most (at least) each member.
+    Concretely a family is its members alone. A position, a slice or a
+    count has no meaning for a family, so they raise; a family without
+    members stands for none."""
+
+    def __getitem__(self, index):
+        raise FamilyReadByPosition(f"a family of groups has no position {index!r}: read it whole (arith.each)")
+
+    def __len__(self):
+        raise FamilyReadByPosition("a family of groups has any number of members: it has no len()")
+
+    def __bool__(self) -> bool:
+        """Whether it has members: a family without members stands for none."""
+        return tuple.__len__(self) > 0
+
+
+def each(values: Iterable, function) -> tuple:
+    """`function` of every value, a family's kept a family."""
+    mapped = (function(v) for v in values)
+    return Family(mapped) if isinstance(values, Family) else tuple(mapped)
+
+
+def select(values: Iterable, keep) -> tuple:
+    """The values `keep` (a Python predicate) holds for, a family's kept a family."""
+    kept = (v for v in values if keep(v))
+    return Family(kept) if isinstance(values, Family) else tuple(kept)
+
+
+def _family_terms(values) -> list[z3.ExprRef] | None:
+    """A symbolic family's values as terms; None for anything else."""
+    if isinstance(values, Family):
+        members = tuple(iter(values))
+        if is_symbolic(*members):
+            return _terms(*members)
+    return None
+
+
+def _fold(values: Iterable, over_family, exactly):
+    """`over_family(terms)` for a symbolic family, else `exactly(*values)`."""
+    terms = _family_terms(values)
+    return over_family(tuple(terms)) if terms is not None else exactly(*values)
+
+
+def lcm_of(values: Iterable):
+    """The lcm of `values`; of a symbolic family, any positive common multiple
+    of its members (the lcm over the whole family is one)."""
+    return _fold(values, lambda terms: _context().lcm(terms, bounded=False), lcm)
+
+
+def gcd_of(values: Iterable):
+    """The gcd of `values`; of a symbolic family, any positive common divisor
+    of its members (the gcd over the whole family is one)."""
+    return _fold(values, lambda terms: _context().gcd(terms), gcd)
+
+
+def minimum_of(values: Iterable):
+    """The least of `values`; of a symbolic family, any value at most each of
+    its members (the least over the whole family is one)."""
+    return _fold(values, lambda terms: _context().bound(terms, least=True), minimum)
+
+
+def maximum_of(values: Iterable):
+    """The greatest of `values`; of a symbolic family, any value at least each
+    of its members (the greatest over the whole family is one)."""
+    return _fold(values, lambda terms: _context().bound(terms, least=False), maximum)
 
 
 def all_of(*conditions):

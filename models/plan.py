@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from models import arith
 from models.config import guard_accepts
 from models.errors import GridproofError
-from models.geometry import RECURRENT, TARGET, CacheGroup, Geometry
+from models.geometry import DRAFT, RECURRENT, TARGET, CacheGroup, Geometry
 from models.scheduler import SplitParams
 from models.variants import Variant
 
@@ -45,7 +45,7 @@ def split_grid(variant: Variant, recurrent_cadence, spec_blocks):
     (v1/engine/core.py:335-349); PR457 reads the cadence."""
     if variant.splits_on_cadence:
         return recurrent_cadence
-    return arith.minimum(*spec_blocks)
+    return arith.minimum_of(spec_blocks)
 
 
 @dataclass(frozen=True)
@@ -58,29 +58,39 @@ class GroupGrid:
     spans: tuple
     split_block: object
     target_spans: tuple
+    draft_spans: tuple
+
+
+def of_kind(groups: Sequence[CacheGroup], kind: str) -> tuple[CacheGroup, ...]:
+    return arith.select(groups, lambda g: g.kind == kind)
 
 
 def recurrent_cadence(variant: Variant, groups: Sequence[CacheGroup], explicit, user_cadence):
     """R: the lcm of the recurrent groups' spec blocks."""
-    cadences = [cadence(variant, g.block_size, explicit, user_cadence) for g in groups if g.kind == RECURRENT]
-    return arith.lcm(*cadences)
+    recurrent = of_kind(groups, RECURRENT)
+    return arith.lcm_of(arith.each(recurrent, lambda g: cadence(variant, g.block_size, explicit, user_cadence)))
 
 
 def group_grid(variant: Variant, groups: Sequence[CacheGroup], dcp_size, explicit, user_cadence) -> GroupGrid:
-    """Any number of groups; every size and flag may be a Z3 term (the
-    catalogue's symbolic deployment reads this very function)."""
+    """Any number of groups, as a tuple or as a family standing for any
+    number of each kind (arith.Family); every size and flag may be a Z3 term
+    (the catalogue's symbolic deployment reads this very function). Groups
+    are read only through arith's maps and folds, which a family answers."""
     r = recurrent_cadence(variant, groups, explicit, user_cadence)
-    spec_blocks = tuple(r if group.kind == RECURRENT else group.block_size for group in groups)
-    spans = tuple(
-        CacheGroup(group.kind, block, group.dcp_sharded).span(dcp_size)
-        for block, group in zip(spec_blocks, groups, strict=True)
-    )
+
+    def spec_block(group: CacheGroup):
+        return r if group.kind == RECURRENT else group.block_size
+
+    def span(group: CacheGroup):
+        return CacheGroup(group.kind, spec_block(group), group.dcp_sharded).span(dcp_size)
+
     return GroupGrid(
         cadence=r,
-        spec_blocks=spec_blocks,
-        spans=spans,
-        split_block=split_grid(variant, r, spec_blocks),
-        target_spans=tuple(span for span, group in zip(spans, groups, strict=True) if group.kind == TARGET),
+        spec_blocks=arith.each(groups, spec_block),
+        spans=arith.each(groups, span),
+        split_block=split_grid(variant, r, arith.each(groups, spec_block)),
+        target_spans=arith.each(of_kind(groups, TARGET), span),
+        draft_spans=arith.each(of_kind(groups, DRAFT), span),
     )
 
 
@@ -93,10 +103,10 @@ def plan(variant: Variant, geometry: Geometry) -> Plan:
     explicit = d.mamba_block_size
     grid = group_grid(variant, geometry.groups, d.dcp_size, explicit is not None, explicit)
     r, spans = grid.cadence, grid.spans
-    sched_block = arith.lcm(*spans)
+    sched_block = arith.lcm_of(spans)
     # H: the deployment's prefix-match unit, else the gcd of the resolved
     # spec spans (kv_cache_utils.py:816-918), the cadence R included.
-    hash_block = arith.ite(d.hash_block_size == 0, arith.gcd(*spans), d.hash_block_size)
+    hash_block = arith.ite(d.hash_block_size == 0, arith.gcd_of(spans), d.hash_block_size)
     enabled = arith.ite(d.dcp_size == 1, r > hash_block, r >= hash_block)
     partial = arith.all_of(hash_block < sched_block, enabled)
     lookahead = d.hash_lookahead_tokens

@@ -100,7 +100,7 @@ def last_cacheable_position(variant: Variant, p: SplitParams, tokens):
     # (proofs.runner.ChoicesRead), and variants that differ only there are
     # decided once.
     if p.eagle_spans and variant.converts_annotated_eagle:
-        reusable = arith.minimum(*(checkpoint_position(tokens, span, True) for span in p.eagle_spans))
+        reusable = arith.minimum_of(arith.each(p.eagle_spans, lambda span: checkpoint_position(tokens, span, True)))
         converted = arith.round_down(reusable, block)
         backoff = arith.ite(p.eagle_annotated, converted, backoff)
     return arith.ite(p.eagle_drop, backoff, plain)

@@ -16,7 +16,7 @@ function replaced, the same data a hand-written mutant is. The operators:
   operand of `and`/`or`, left out;
 - `drop-stop`: one element of a tuple or list a loop of the function walks
   (the split's stops);
-- `min<->max`: `arith.minimum` <-> `arith.maximum`, `min` <-> `max`.
+- `min<->max`: `arith.minimum` <-> `arith.maximum` (`_of` too), `min` <-> `max`.
 
 Every patch is checked: the patched source parses to exactly the mutated tree.
 """
@@ -54,7 +54,14 @@ OPERATORS = (
 DEFAULT_MODULES = ("config", "plan", "scheduler", "prefill", "reuse")
 
 _RELATIONAL = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq}
-_SWAPPED_CALLS = {"minimum": "maximum", "maximum": "minimum", "floordiv": "cdiv", "cdiv": "floordiv"}
+_SWAPPED_CALLS = {
+    "minimum": "maximum",
+    "maximum": "minimum",
+    "minimum_of": "maximum_of",
+    "maximum_of": "minimum_of",
+    "floordiv": "cdiv",
+    "cdiv": "floordiv",
+}
 _OPERATOR_PARENTS = (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.Attribute, ast.Subscript, ast.IfExp)
 # Size names by kind: the last word of a name, and page sizes (bytes) apart.
 _SIZE_WORDS = {"block", "cadence", "span", "alignment", "chunk", "kernel", "size", "grid", "unit"}
@@ -190,7 +197,7 @@ def _annotations(statement: ast.AST) -> Iterator[ast.AST]:
 
 def _call_mutants(node: ast.Call, wanted: set[str]) -> Iterator[tuple[str, ast.AST, ast.AST]]:
     name = _arith_call(node)
-    if name in ("minimum", "maximum") and "min<->max" in wanted:
+    if name in ("minimum", "maximum", "minimum_of", "maximum_of") and "min<->max" in wanted:
         yield "min<->max", node, _replace(node, func=_arith_function(_SWAPPED_CALLS[name]))
     if name in ("floordiv", "cdiv") and "floor<->ceil" in wanted:
         yield "floor<->ceil", node, _replace(node, func=_arith_function(_SWAPPED_CALLS[name]))
