@@ -192,13 +192,53 @@ class SymbolicDeployment:
 
     @property
     def draft_span(self):
-        """The one draft group's span (theorems stated for one draft group)."""
+        """The one draft group's span (theorems stated for one draft group);
+        a family's member stands for many, so it has none."""
+        if isinstance(self.draft_spans, arith.Family):
+            raise arith.FamilyReadByPosition("a family of draft groups has no one draft group's span")
         (span,) = self.draft_spans
         return span
 
 
+@dataclass(frozen=True)
+class AnyShape:
+    """A deployment of any number of target and recurrent groups (at least
+    one of each) and, with `drafts`, of draft groups (else none): one
+    arbitrary member of each kind, `every_page` and `every_sharded`,
+    `every_rblock`, `every_draft_block`, stands for all of its kind
+    (models.arith.Family; the soundness argument is in docs/groups.md)."""
+
+    drafts: bool = True
+
+    @property
+    def name(self) -> str:
+        return "any-shape" if self.drafts else "any-shape-no-draft"
+
+    @property
+    def variables(self) -> tuple[Var, ...]:
+        draft = ("every_draft_block",) if self.drafts else ()
+        return (
+            *ints("every_page", "every_rblock", *draft, "dcp", "user_cadence", size=True),
+            *bools("explicit", "every_sharded", "annotated"),
+        )
+
+
+def _family_groups(x: dict) -> arith.Family:
+    drafts = [CacheGroup(DRAFT, block, eagle=x["annotated"]) for block in _named(x, "every_draft_block")]
+    return arith.Family(
+        (
+            CacheGroup(TARGET, x["every_page"], dcp_sharded=x["every_sharded"]),
+            CacheGroup(RECURRENT, x["every_rblock"]),
+            *drafts,
+        )
+    )
+
+
 def symbolic_groups(x: dict) -> tuple[CacheGroup, ...]:
-    """The groups the inputs name: target groups, then recurrent, then draft."""
+    """The groups the inputs name: target groups, then recurrent, then draft;
+    for an AnyShape's inputs, the family they stand for."""
+    if "every_page" in x:
+        return _family_groups(x)
     pages, sharded = _named(x, "page"), _named(x, "sharded")
     if not pages or len(pages) != len(sharded):
         raise ValueError(
@@ -219,13 +259,14 @@ def deployment(variant, x: dict) -> SymbolicDeployment:
     return SymbolicDeployment(
         cadence=grid.cadence,
         target_spans=grid.target_spans,
-        draft_spans=tuple(span for span, g in zip(grid.spans, groups, strict=True) if g.kind == DRAFT),
+        draft_spans=grid.draft_spans,
         split_block=grid.split_block,
     )
 
 
 def deployment_domain(x: dict) -> dict[str, object]:
-    sizes = [*_named(x, "page"), *_named(x, "rblock"), *_named(x, "draft_block"), x["dcp"]]
+    stems = ("page", "rblock", "draft_block", "every_page", "every_rblock", "every_draft_block")
+    sizes = [*(size for stem in stems for size in _named(x, stem)), x["dcp"]]
     return {
         "pages positive": arith.all_of(*(size >= 1 for size in sizes)),
         "explicit cadence positive": x["user_cadence"] >= 1,

@@ -78,8 +78,9 @@ def _aligned_if_published(position, d, tokens):
 def _target_covers(x, d, published, what="the step publishes"):
     """Cover goals: a publication with the first target group sharded over
     DCP > 1, and, with several target groups, two different spans."""
-    covers = {f"{what} with DCP > 1": arith.all_of(x["dcp"] >= 2, x["sharded"], published)}
-    if len(d.target_spans) > 1:
+    first_sharded = x["sharded"] if "sharded" in x else x["every_sharded"]
+    covers = {f"{what} with DCP > 1": arith.all_of(x["dcp"] >= 2, first_sharded, published)}
+    if not isinstance(d.target_spans, arith.Family) and len(d.target_spans) > 1:
         covers["two different target spans"] = d.target_spans[0] != d.target_spans[-1]
     return covers
 
