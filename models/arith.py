@@ -78,7 +78,7 @@ class SymbolicContext:
         self._lcms: dict[tuple, z3.ArithRef] = {}
         self._gcds: dict[tuple[int, ...], z3.ArithRef] = {}
         self._bounds: dict[tuple, z3.ArithRef] = {}
-        # (kind, terms, result, owner) of each lcm, gcd and family minimum: their exact definitions, built on demand.
+        # (kind, terms, result, owner) of each lcm, gcd and family bound: their exact definitions, built on demand.
         self._exact: list[tuple[str, tuple[z3.ArithRef, ...], z3.ArithRef, int]] = []
         self._quotients: dict[int, tuple[z3.ArithRef, list[z3.ArithRef]]] = {}
         self._witnessed: list[tuple[z3.ArithRef, z3.ArithRef, z3.ArithRef, z3.ArithRef]] = []
@@ -698,7 +698,7 @@ class FamilyReadByPosition(TypeError):
 
 class Family(tuple):
     """The values of every member of a family of cache groups, of any size
-    (at least one member), held as arbitrary members: a symbolic deployment
+    from one up, held as arbitrary members: a symbolic deployment
     of any shape (docs/groups.md). What holds of an arbitrary member holds
     of every member, so a family is read only as a whole: `each` maps it,
     `select` filters it by a property its members' kinds decide, and the

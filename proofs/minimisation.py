@@ -173,7 +173,7 @@ class DeletionQueries:
         what is left of the obligation's budget."""
         budget = self.problem.budget
         solver.set("rlimit", max(min(limit, budget.remaining), 1))
-        answer = solver.check(*(self.holds[n] for n in kept if n != name), self.fails[name])
+        answer = budget.check(solver, *(self.holds[n] for n in kept if n != name), self.fails[name])
         budget.charge(solver)
         return answer
 

@@ -24,6 +24,7 @@ from proofs import minimisation, queries, refutation
 from proofs.claims import Claim, Formula, Kind, Var, replay, symbolic_inputs
 from proofs.options import DEFAULT_RLIMIT, DEFAULT_WALL_LIMIT, SolverOptions
 from proofs.queries import Answer, Query, QueryCache, shared_queries, standard_smt2
+from proofs.watchdog import WATCHDOG
 
 
 class Verdict(StrEnum):
@@ -40,11 +41,6 @@ PROVED, REFUTED, UNKNOWN, VACUOUS, ERROR = Verdict
 
 SPURIOUS_RETRIES = 8  # inputs excluded after a counterexample that does not replay
 VACUITY_RLIMIT = 100_000  # the hypotheses' first consistency check, before any search
-# Queries allowed more rlimit than this get the obligation's wall-clock outer
-# limit as Z3's `timeout`. Not the smaller ones: they end within their budget,
-# and a timeout costs a timer per check (over --tier all, about 2,000 checks
-# with it took 3 s more CPU).
-TIMED_ABOVE_RLIMIT = 1_000_000
 
 
 # How a query is solved, a solver made in the obligation's Z3 context.
@@ -135,9 +131,13 @@ class _Budget:
         self.wall_limit = wall_limit
         self.deadline = time.monotonic() + wall_limit
 
-    def timeout_ms(self) -> int:
-        """What is left of the wall-clock outer limit, for Z3's `timeout` (at least 1 ms)."""
-        return max(1, int((self.deadline - time.monotonic()) * 1000))
+    def check(self, solver: z3.Solver, *assumptions) -> z3.CheckSatResult:
+        """solver.check within the wall-clock outer limit (proofs/watchdog.py);
+        unknown without a check once the limit is past."""
+        if self.out_of_time():
+            return z3.unknown
+        with WATCHDOG.watching(self.ctx, self.deadline):
+            return solver.check(*assumptions)
 
     def out_of_time(self) -> bool:
         return time.monotonic() >= self.deadline
@@ -344,11 +344,12 @@ class _Problem:
                 self.reused += 1
                 return Answer(*found, key)
         before = self.budget.used
-        if solver.rlimit_cap > TIMED_ABOVE_RLIMIT:
-            solver.set("timeout", self.budget.timeout_ms())
-        result = solver.check(*extra)
+        started = not self.budget.out_of_time()
+        result = self.budget.check(solver, *extra)
         self.budget.charge(solver)
-        reason = self.budget.timed_out(solver.reason_unknown()) if result == z3.unknown else ""
+        reason = ""
+        if result == z3.unknown:
+            reason = self.budget.timed_out(solver.reason_unknown() if started else "not started")
         answer = Answer(result, reason, self.budget.used - before, key)
         if cache is not None and not (result == z3.unknown and self.budget.out_of_time()):
             # An answer the outer limit cut short says nothing of the query under its budget.

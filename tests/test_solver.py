@@ -1,6 +1,8 @@
 """The solver's verdicts are honest: each of the five can be produced, and
 only PROVED and REFUTED-with-replay count as decided."""
 
+import time
+
 from models import arith
 from proofs import minimisation
 from proofs.runner import Entry
@@ -334,6 +336,14 @@ def test_a_query_past_the_wall_clock_outer_limit_is_unknown_and_says_so():
     query that spends its rlimit slowly meets first."""
     outcome = decide(hard_formula, HARD_VARIABLES, None, SolverOptions(wall_limit=0.0))
     assert outcome.verdict == UNKNOWN and "wall-clock outer limit of 0 s was reached" in outcome.reason
+
+
+def test_a_running_check_is_interrupted_at_the_outer_limit():
+    """The watchdog stops a check in progress, whatever rlimit it was allowed."""
+    started = time.monotonic()
+    outcome = decide(hard_formula, HARD_VARIABLES, None, SolverOptions(rlimit=10**12, wall_limit=1.0))
+    assert outcome.verdict == UNKNOWN and "wall-clock outer limit of 1 s was reached" in outcome.reason
+    assert time.monotonic() - started < 30
 
 
 def test_case_split_needs_every_admitted_case():
