@@ -46,6 +46,7 @@ PROCEDURE = (
     "proofs/queries.py",
     "proofs/refutation.py",
     "proofs/minimisation.py",
+    "proofs/watchdog.py",
     "proofs/runner.py",
     "proofs/cache.py",
     "proofs/enumerated.py",
