@@ -84,11 +84,12 @@ def group_grid(variant: Variant, groups: Sequence[CacheGroup], dcp_size, explici
     def span(group: CacheGroup):
         return CacheGroup(group.kind, spec_block(group), group.dcp_sharded).span(dcp_size)
 
+    spec_blocks = arith.each(groups, spec_block)
     return GroupGrid(
         cadence=r,
-        spec_blocks=arith.each(groups, spec_block),
+        spec_blocks=spec_blocks,
         spans=arith.each(groups, span),
-        split_block=split_grid(variant, r, arith.each(groups, spec_block)),
+        split_block=split_grid(variant, r, spec_blocks),
         target_spans=arith.each(of_kind(groups, TARGET), span),
         draft_spans=arith.each(of_kind(groups, DRAFT), span),
     )
