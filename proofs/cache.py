@@ -31,7 +31,7 @@ import z3
 
 from models.errors import GridproofError
 from proofs.catalog import Theorem
-from proofs.runner import Entry, claim_texts, model_sources_hash, theorem_location
+from proofs.runner import Entry, claim_texts, conjuncts_refuted_alone, model_sources_hash, theorem_location
 from proofs.solver import PROVED, QUERY_PARAMETERS, REFUTED, Query
 
 FORMAT = "gridproof-cache/1"
@@ -78,6 +78,7 @@ def entry_key(theorem: Theorem, variant_name: str, expected: str, rlimit: int, t
         z3.get_version_string(),
         _procedure_digest(),
         repr((theorem.name, theorem.subject, theorem.statement, theorem.ablate, variant_name, expected)),
+        repr(conjuncts_refuted_alone(theorem.name, variant_name)),
         repr((rlimit, tier, seed, QUERY_PARAMETERS, theorem_location(theorem))),
     ]
     parts += [repr((o.name, o.variables, o.case_split, o.lemmas, o.solver_options, o.strategy)) for o in obligations]

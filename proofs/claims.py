@@ -27,9 +27,38 @@ class Var:
 
 @dataclass
 class Claim:
+    """Named hypotheses, a goal and cover goals. A goal given as a dict is a
+    conjunction of named conjuncts: `goal` is then their conjunction and
+    `conjuncts` keeps them by name, so the manifest can ask that a mutant
+    refute one of them alone (runner.py)."""
+
     hypotheses: dict[str, object]
     goal: object
     covers: dict[str, object] = field(default_factory=dict)
+    conjuncts: dict[str, object] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.goal, dict):
+            self.conjuncts = dict(self.goal)
+            self.goal = arith.all_of(*self.conjuncts.values())
+
+
+class UnknownConjunct(LookupError):
+    """The manifest names a goal conjunct the theorem's claim does not have."""
+
+
+def conjunct_alone(formula: Formula, name: str) -> Formula:
+    """The claim of `formula` with its goal cut down to the conjunct `name`,
+    its hypotheses kept and no covers: read symbolically and concretely alike."""
+
+    def alone(variant, x: dict) -> Claim:
+        claim = formula(variant, x)
+        if name not in claim.conjuncts:
+            known = ", ".join(repr(n) for n in claim.conjuncts) or "none"
+            raise UnknownConjunct(f"the goal has no conjunct named {name!r} (it names {known})")
+        return Claim(hypotheses=claim.hypotheses, goal=claim.conjuncts[name])
+
+    return alone
 
 
 Formula = Callable[[object, dict[str, object]], Claim]

@@ -27,6 +27,7 @@ COMPARED = (
     ("hypotheses_used", "hypotheses used"),
     ("counterexample", "counterexample"),
     ("ablations", "verdicts with a hypothesis dropped"),
+    ("conjuncts_alone", "verdicts on a goal conjunct alone"),
 )
 
 
@@ -68,7 +69,7 @@ def _conclusion(entry: dict, field: str):
     value = entry.get(field)
     if field == "hypotheses_used":
         return sorted(value or [])
-    if field == "ablations":
+    if field in ("ablations", "conjuncts_alone"):
         return dict(sorted((value or {}).items()))
     return value
 

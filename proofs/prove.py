@@ -232,6 +232,7 @@ def _same_claim(twin: Entry, variant: str, tier: str, seconds: float) -> Entry:
         reused_queries=0,
         same_claim_as=twin.variant,
         ablations=dict(twin.ablations),
+        conjuncts_alone=dict(twin.conjuncts_alone),
         enumeration=dict(twin.enumeration),
         hypotheses_used=list(twin.hypotheses_used),
         hypotheses_unconfirmed=list(twin.hypotheses_unconfirmed),
@@ -261,6 +262,8 @@ def render_table(entries, result) -> str:
             detail.append(f"note: {e.reason}")
         for hypothesis, verdict in e.ablations.items():
             detail.append(f"without {hypothesis!r}: {verdict}")
+        for conjunct, verdict in e.conjuncts_alone.items():
+            detail.append(f"the goal's conjunct {conjunct!r} alone: {verdict}")
         lines.append(f"{e.theorem} / {e.variant}: {e.verdict}")
         lines += [f"    {d}" for d in detail]
         lines.append(f"    reproduce: {e.reproduce}")

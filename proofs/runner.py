@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import hashlib
 import sys
 import time
@@ -17,6 +18,7 @@ import z3
 from models.errors import GridproofError
 from models.variants import VARIANTS
 from proofs.catalog import CATALOGUE, Obligation, Theorem
+from proofs.claims import UnknownConjunct, conjunct_alone, replay
 from proofs.enumerated import claim_text, decide_enumeration
 from proofs.mutation.handwritten import MUTANTS, in_effect, resolve
 from proofs.mutation.patch import PatchError
@@ -54,6 +56,8 @@ class Expectation:
     reason: str = ""
     rlimit: int = DEFAULT_RLIMIT  # the budget of record per obligation
     slow: frozenset[str] = frozenset()  # variants in the slow tier whatever the theorem's tier
+    # mutant:NAME -> the named goal conjuncts it must refute, each alone
+    refuted_alone: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def tier_of(self, variant: str) -> str:
         return "slow" if variant in self.slow else self.tier
@@ -84,12 +88,42 @@ def load_manifest(path: Path = MANIFEST) -> dict[str, Expectation]:
         if not isinstance(slow, list) or any(v not in expected for v in slow):
             raise ManifestError(f"{path}: {name}: slow must list variants the theorem expects, got {slow!r}")
         result[name] = Expectation(
-            name, entry.get("tier", "ci"), expected, entry.get("unkilled_reason", ""), rlimit, frozenset(slow)
+            name,
+            entry.get("tier", "ci"),
+            expected,
+            entry.get("unkilled_reason", ""),
+            rlimit,
+            frozenset(slow),
+            _refuted_alone(path, name, entry),
         )
     missing = set(CATALOGUE) - set(result)
     if missing:
         raise ManifestError(f"{path}: no expectation for {', '.join(sorted(missing))}")
     return result
+
+
+def _refuted_alone(path: Path, theorem: str, entry: dict) -> dict[str, tuple[str, ...]]:
+    """`refuted_alone = { mutant = ["conjunct", ...] }`: goal conjuncts each
+    mutant must refute alone, keyed as the expected verdicts are."""
+    table = entry.get("refuted_alone", {})
+    if not isinstance(table, dict):
+        raise ManifestError(f"{path}: {theorem}: refuted_alone must be a table of mutants, got {table!r}")
+    result = {}
+    for mutant, names in table.items():
+        if mutant not in entry.get("kills", []):
+            raise ManifestError(f"{path}: {theorem}: refuted_alone names {mutant!r}, which kills does not list")
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
+            raise ManifestError(f"{path}: {theorem}: refuted_alone.{mutant} must list conjunct names, got {names!r}")
+        result[f"mutant:{mutant}"] = tuple(names)
+    return result
+
+
+@functools.cache
+def conjuncts_refuted_alone(theorem: str, variant_name: str) -> tuple[str, ...]:
+    """The goal conjuncts the checked-in manifest says `variant_name` (a hand
+    mutant) refutes, each alone; () for anything else."""
+    expectation = load_manifest().get(theorem)
+    return expectation.refuted_alone.get(variant_name, ()) if expectation is not None else ()
 
 
 _NOT_IN_JSON = ("queries", "choices_read")
@@ -111,6 +145,9 @@ class Entry:
     counterexample: dict | None = None
     reason: str = ""
     ablations: dict[str, str] = field(default_factory=dict)
+    # A mutant's verdict on each goal conjunct the manifest says it refutes
+    # alone (refuted_alone): each must be REFUTED.
+    conjuncts_alone: dict[str, str] = field(default_factory=dict)
     reproduce: str = ""
     reused_queries: int = 0  # answered from an identical query of an earlier obligation (solver.shared_queries)
     cached: bool = False  # taken from the proof cache (proofs/cache.py), not decided in this run
@@ -135,6 +172,7 @@ class Entry:
             self.verdict == self.expected
             and self.verdict in (PROVED, REFUTED)
             and all(v == REFUTED for v in self.ablations.values())
+            and all(v == REFUTED for v in self.conjuncts_alone.values())
         )
 
     def to_json(self) -> dict:
@@ -307,6 +345,16 @@ def _run_theorem(
             dropped = [decide_obligation(o, variant, ablation, context) for o in theorem.obligations]
             ablations[hypothesis] = REFUTED if any(d.verdict == REFUTED for d in dropped) else dropped[0].verdict
             reused += sum(d.reused for d in dropped)
+    conjuncts_alone = {}
+    refuted = next(((o, out) for o, out in outcomes if out.verdict == REFUTED), None)
+    if verdict == REFUTED:
+        for name in conjuncts_refuted_alone(theorem.name, variant_name):
+            alone, cost, shared = _refuted_alone_verdict(theorem, name, variant, run, context, refuted)
+            conjuncts_alone[name] = alone.verdict
+            spent += cost
+            reused += shared
+            if alone.verdict != REFUTED:
+                reason = "; ".join(r for r in (reason, f"the conjunct {name!r} alone: {alone.reason}") if r)
     return Entry(
         theorem=theorem.name,
         variant=variant_name,
@@ -320,6 +368,7 @@ def _run_theorem(
         counterexample=counterexample,
         reason=reason,
         ablations=ablations,
+        conjuncts_alone=conjuncts_alone,
         reused_queries=reused,
         reproduce=reproduce_command(theorem.name, [variant_name], run.rlimit, run.seed),
         subject=theorem.subject,
@@ -328,6 +377,42 @@ def _run_theorem(
         source=formula_location(theorem.obligations[0].formula),
         queries=_queries(outcomes, found if verdict == REFUTED and found is not None else None, theorem),
     )
+
+
+def _refuted_alone_verdict(
+    theorem: Theorem, name: str, variant, run: SolverOptions, context: z3.Context, refuted: tuple | None
+) -> tuple[Outcome, int, int]:
+    """The theorem with its goal cut to the conjunct `name`, on each
+    obligation that has it: REFUTED (replayed, as every refutation) by the
+    first that refutes it. `refuted`, the (obligation, outcome) that refuted
+    the whole goal, goes first: its counterexample, replayed on the conjunct
+    alone, often refutes it with no query at all. A conjunct no obligation
+    has is ERROR: the manifest names what the catalogue no longer states.
+    With the rlimit and reused queries it cost."""
+    order = sorted(theorem.obligations, key=lambda o: refuted is None or o is not refuted[0])
+    alone = [replace(o, formula=conjunct_alone(o.formula, name)) for o in order]
+    if refuted is not None and refuted[1].counterexample is not None:
+        values = refuted[1].counterexample
+        try:
+            violated, _ = replay(alone[0].formula, variant, values)
+        except UnknownConjunct:
+            violated = False
+        if violated:
+            return Outcome(REFUTED, counterexample=values, reason="the whole goal's counterexample"), 0, 0
+    refuting = replace(run, refute_first=True)
+    verdicts, spent, reused = [], 0, 0
+    # As a refutation of the whole: every obligation probed first, then decided in turn.
+    passes = [replace(refuting, probe_only=True), replace(refuting, probed=True)] if len(alone) > 1 else [refuting]
+    for options in passes:
+        for obligation in alone:
+            outcome = decide_obligation(obligation, variant, options, context)
+            spent, reused = spent + outcome.rlimit, reused + outcome.reused
+            if outcome.verdict == REFUTED:
+                return outcome, spent, reused
+            if not options.probe_only:
+                verdicts.append(outcome)
+    stated = [o for o in verdicts if not o.reason.startswith(UnknownConjunct.__name__)]
+    return (stated or verdicts)[0], spent, reused
 
 
 def _queries(outcomes: list, trace: Outcome | None, theorem: Theorem) -> dict[str, list[Query]]:

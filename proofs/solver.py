@@ -217,7 +217,9 @@ def query_text(formula: Formula, variables: Sequence[Var], variant) -> str:
         return f"ZeroDivisionError: {error}"
     query = encoding.solver(tracked=True, lemmas=False)
     covers = [z3.Bool(f"cover:{name}", context) == _bool(c, context) for name, c in encoding.claim.covers.items()]
-    return QueryCache.key(query, [z3.Not(encoding.goal), *covers])
+    text = QueryCache.key(query, [z3.Not(encoding.goal), *covers])
+    # The goal's conjuncts by name: what the manifest's refuted_alone reads.
+    return text + "".join(f"\n; conjunct {name}" for name in encoding.claim.conjuncts)
 
 
 def encode(

@@ -229,7 +229,7 @@ def decide_mutant(
                     result.status = KILLED
                     why = f"{entry.verdict}, expected {entry.expected}"
                     if entry.verdict == entry.expected:
-                        why += ", an ablation no longer refutes"
+                        why += ", an ablation or a goal conjunct alone no longer refutes"
                     elif entry.reason:
                         why += f" ({_first_line(entry.reason)})"
                     result.killed_by.append(f"{run.theorem.name} / {run.variant}: {why}")

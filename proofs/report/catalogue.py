@@ -70,6 +70,9 @@ def _theorem_section(theorem: Theorem, expectation: Expectation) -> list[str]:
         lines.append(f"- obligation `{obligation}`, hypotheses: {hypotheses}.")
     if theorem.ablate:
         lines.append(f"- each dropped alone must refute it: {'; '.join(theorem.ablate)}.")
+    for mutant, conjuncts in expectation.refuted_alone.items():
+        shown = "; ".join(conjuncts)
+        lines.append(f"- `{mutant.removeprefix('mutant:')}` must refute each of these goal conjuncts alone: {shown}.")
     if theorem.trace_search is not None:
         lines.append("- a refutation is searched as a fresh request's trace, which replays step by step.")
     lines.append("")

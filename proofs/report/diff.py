@@ -9,7 +9,8 @@ Each regression is one line that names the theorem, the variant and what changed
 - RLIMIT: the solver's work grew by more than the threshold, and by more than RLIMIT_NOISE units (the
   count drifts between runs on Z3's default strategy, and with the queries a theorem's earlier variants
   answered);
-- FAILING: an entry that passed now fails for another reason (an ablation that no longer refutes);
+- FAILING: an entry that passed now fails for another reason (an ablation, or a goal conjunct alone,
+  that no longer refutes);
 - REMOVED: an obligation of the old run is gone, when both runs selected the same obligations.
 
 Model hash and z3 version changes are notes, not regressions."""
@@ -73,7 +74,9 @@ def compare(old: dict, new: dict, rlimit_growth: float = 50.0) -> Diff:
                 f"(+{grew * 100 / was['rlimit']:.0f}%, threshold {rlimit_growth:g}%)"
             )
         if is_ok(was) and not is_ok(entry) and verdict == was["verdict"] and was["expected"] == entry["expected"]:
-            diff.changes.append(f"FAILING {name}: passed before, fails now (an ablation no longer refutes)")
+            diff.changes.append(
+                f"FAILING {name}: passed before, fails now (an ablation, or a goal conjunct alone, no longer refutes)"
+            )
     if _same_selection(old, new):
         now = {key(e) for e in new["entries"]}
         for k, was in before.items():

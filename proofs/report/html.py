@@ -184,6 +184,9 @@ def _theorem(theorem: str, group: list[dict]) -> str:
         if e.get("ablations"):
             shown = ", ".join(f"<code>{escape(h)}</code> → {badge(v)}" for h, v in e["ablations"].items())
             out.append(f"<p>Each hypothesis dropped in turn ({escape(e['variant'])}): {shown}</p>")
+        if e.get("conjuncts_alone"):
+            shown = ", ".join(f"<code>{escape(c)}</code> → {badge(v)}" for c, v in e["conjuncts_alone"].items())
+            out.append(f"<p>Goal conjuncts refuted alone ({escape(e['variant'])}): {shown}</p>")
 
     sizes = _size_names(theorem)
     for e in group:

@@ -180,6 +180,9 @@ def render_theorem(theorem: str, group: list[dict]) -> list[str]:
         if e.get("ablations"):
             shown = ", ".join(f"`{h}` → {v}" for h, v in e["ablations"].items())
             lines += [f"Each hypothesis dropped in turn ({e['variant']}): {shown}.", ""]
+        if e.get("conjuncts_alone"):
+            shown = ", ".join(f"`{c}` → {v}" for c, v in e["conjuncts_alone"].items())
+            lines += [f"Goal conjuncts refuted alone ({e['variant']}): {shown}.", ""]
 
     for e in group:
         if e.get("counterexample"):

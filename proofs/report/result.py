@@ -36,6 +36,7 @@ _ENTRY = Fields(
         "counterexample": Optional(MapOf("scalar")),
         "reason": "str",
         "ablations": MapOf("str"),
+        "conjuncts_alone": MapOf("str"),
         "reproduce": "str",
         "reused_queries": "int",
         "subject": "str",
@@ -134,11 +135,13 @@ def check_result(data, where: str = "result") -> None:
 
 
 def is_ok(entry: dict) -> bool:
-    """The manifest's verdict, decided, and every ablation refuting (the runner's Entry.ok)."""
+    """The manifest's verdict, decided, every ablation refuting and every
+    conjunct the manifest names refuted alone (the runner's Entry.ok)."""
     return (
         entry["verdict"] == entry["expected"]
         and entry["verdict"] in DECIDED
         and all(v == "REFUTED" for v in entry.get("ablations", {}).values())
+        and all(v == "REFUTED" for v in entry.get("conjuncts_alone", {}).values())
     )
 
 
@@ -153,6 +156,9 @@ def problems(entry: dict) -> list[str]:
     for hypothesis, outcome in entry.get("ablations", {}).items():
         if outcome != "REFUTED":
             found.append(f"dropping hypothesis {hypothesis!r} gave {outcome}, expected REFUTED")
+    for conjunct, outcome in entry.get("conjuncts_alone", {}).items():
+        if outcome != "REFUTED":
+            found.append(f"the goal's conjunct {conjunct!r} alone gave {outcome}, expected REFUTED")
     return found
 
 
