@@ -243,7 +243,12 @@ def same_checkpoints_step(variant, x):
     published = arith.ite(publishes(end, d.cadence, call.tokens), 1, 0)
     return Claim(
         hypotheses={**hypotheses, **call_domain({**x, "local_hit": 0, "external_hit": 0, "junction": 0})},
-        goal=arith.all_of(end > call.computed, end <= call.prompt, count + published == arith.floordiv(end, d.cadence)),
+        goal={
+            "the step advances": end > call.computed,
+            "it stays within the prompt": end <= call.prompt,
+            "the checkpoints published are the multiples of R computed": count + published
+            == arith.floordiv(end, d.cadence),
+        },
         covers={
             "one token requested of a one-token prompt": arith.all_of(
                 call.computed == 0, call.prompt == 1, call.requested == 1
@@ -309,16 +314,14 @@ def _restored_safely(variant, x, d, p, restorable):
     position, new_tokens = x["position"], x["new_tokens"]
     lcp = last_cacheable_position(variant, p, new_tokens)
     backoff_only = arith.all_of(p.eagle_drop, arith.negate(p.eagle_annotated))
-    return arith.implies(
-        restorable,
-        arith.all_of(
-            x["published"],
-            position <= x["tokens"],
-            _on_targets(position, d.target_spans),
-            position < new_tokens,
-            arith.implies(arith.negate(backoff_only), position <= lcp),
-        ),
-    )
+    safe = {
+        "a published checkpoint": x["published"],
+        "within the cached request's tokens": position <= x["tokens"],
+        "on every target boundary": _on_targets(position, d.target_spans),
+        "a token left to compute": position < new_tokens,
+        "at or below the last cacheable position": arith.implies(arith.negate(backoff_only), position <= lcp),
+    }
+    return {name: arith.implies(restorable, holds) for name, holds in safe.items()}
 
 
 def gpu_restore_safe(variant, x):
@@ -374,15 +377,13 @@ def _test_admits_only(x, d, accepted, eagle_checked):
     request's tokens, and, where it checks the EAGLE group, with the draft
     block beyond the position cached."""
     position = x["position"]
-    return arith.implies(
-        accepted,
-        arith.all_of(
-            position >= 1,
-            _on_targets(position, d.target_spans),
-            position < x["new_tokens"],
-            arith.implies(eagle_checked, position + d.draft_span <= x["tokens"]),
-        ),
-    )
+    admitted = {
+        "at least one token": position >= 1,
+        "on every target boundary": _on_targets(position, d.target_spans),
+        "a token left to compute": position < x["new_tokens"],
+        "the draft block beyond it cached": arith.implies(eagle_checked, position + d.draft_span <= x["tokens"]),
+    }
+    return {name: arith.implies(accepted, holds) for name, holds in admitted.items()}
 
 
 def gpu_restore_test_safe(variant, x):
@@ -410,10 +411,11 @@ def _offload_restore_test_safe(variant, x, with_eagle):
     )
     return Claim(
         hypotheses=hypotheses,
-        goal=arith.all_of(
-            _test_admits_only(x, d, accepted, with_eagle),
-            arith.implies(accepted, arith.all_of(arith.divides(d.cadence, position), position <= x["tokens"])),
-        ),
+        goal={
+            **_test_admits_only(x, d, accepted, with_eagle),
+            "on the recurrent grid": arith.implies(accepted, arith.divides(d.cadence, position)),
+            "within the cached request's tokens": arith.implies(accepted, position <= x["tokens"]),
+        },
     )
 
 
@@ -499,20 +501,22 @@ def prefill_ends_where_decode_begins(variant, x):
     computed, prompt, tokens = x["computed"], x["prompt"], x["tokens"]
     prefill = step.end == computed + x["scheduled"]
     left = tokens - computed
+    last_of_resumed = arith.all_of(tokens > prompt, computed == tokens - 1)
     return Claim(
         hypotheses=hypotheses,
-        goal=arith.all_of(
-            # It asks the split for as many tokens as the budget allows and no more than are left.
-            step.requested <= x["budget"],
-            step.requested <= left,
-            arith.any_of(step.requested == x["budget"], step.requested == left),
-            arith.implies(computed < prompt, prefill),
-            arith.implies(computed < tokens - 1, prefill),
-            arith.implies(
-                arith.all_of(tokens > prompt, computed == tokens - 1),
-                arith.all_of(step.end == computed, arith.negate(step.published)),
+        goal={
+            "it asks no more than the budget": step.requested <= x["budget"],
+            "it asks no more than the tokens left": step.requested <= left,
+            "it asks the budget or every token left": arith.any_of(
+                step.requested == x["budget"], step.requested == left
             ),
-        ),
+            "the prompt is prefill's": arith.implies(computed < prompt, prefill),
+            "every token before the last is prefill's": arith.implies(computed < tokens - 1, prefill),
+            "a resumed request's last token is not prefilled": arith.implies(last_of_resumed, step.end == computed),
+            "a resumed request's last token publishes nothing": arith.implies(
+                last_of_resumed, arith.negate(step.published)
+            ),
+        },
         covers={
             "a resumed request replaying its outputs": arith.all_of(prompt <= computed, computed < tokens - 1),
             "a resumed request's last token": arith.all_of(tokens > prompt, computed == tokens - 1),
@@ -530,7 +534,12 @@ def state_slot(variant, x):
     column = initial_state_column(variant, computed, cadence)
     return Claim(
         hypotheses={"cadence positive": cadence >= 1, "fresh or at a published checkpoint": k >= 0},
-        goal=arith.ite(k == 0, column == -1, column == state_column(computed, cadence)),
+        goal={
+            "a fresh request reads no column": arith.implies(k == 0, column == -1),
+            "a resumed request reads the column written at its position": arith.implies(
+                k >= 1, column == state_column(computed, cadence)
+            ),
+        },
         covers={"resumed": k >= 1},
     )
 
@@ -538,30 +547,37 @@ def state_slot(variant, x):
 def step_slots(variant, x):
     """The state slots one step of the engine writes and a resumed request
     reads, from any state of the prefill; `earlier` indexes a checkpoint
-    published before the step (at earlier * R <= computed tokens)."""
+    published before the step (at earlier * R <= computed tokens), 0 when
+    there is none (its column, -1, is then no column)."""
     d, _, step, hypotheses = engine_step(variant, x, guarded=False)
     r, computed, earlier = d.cadence, x["computed"], x["earlier"]
     published_before = arith.multiple(earlier, r)
-    hypotheses["a checkpoint published before the step"] = arith.all_of(earlier >= 1, published_before <= computed)
+    hypotheses["a checkpoint published before the step, or none (earlier = 0)"] = arith.all_of(
+        earlier >= 0, published_before <= computed
+    )
     writes = step.end > computed
     column = state_column(step.end, r)
     holds_exactly = arith.all_of(arith.multiple(column, r) < step.end, step.end <= arith.multiple(column + 1, r))
     reads = initial_state_column(variant, computed, r)
     return Claim(
         hypotheses=hypotheses,
-        goal=arith.all_of(
-            arith.implies(step.published, writes),
-            arith.implies(writes, arith.all_of(column >= 0, holds_exactly)),
-            arith.implies(
+        goal={
+            "a published state is written": arith.implies(step.published, writes),
+            "no column is negative": arith.implies(writes, column >= 0),
+            "the column holds exactly its tokens": arith.implies(writes, holds_exactly),
+            "a private state leaves a published checkpoint's column": arith.implies(
                 arith.all_of(writes, arith.negate(step.published)), column != state_column(published_before, r)
             ),
-            arith.implies(computed == 0, reads == -1),
-            arith.implies(computed == published_before, reads == state_column(computed, r)),
-        ),
+            "a fresh request reads no column": arith.implies(computed == 0, reads == -1),
+            "a resumed request reads the column written at its position": arith.implies(
+                computed == published_before, reads == state_column(computed, r)
+            ),
+        },
         covers={
             "a private state written after a published one": arith.all_of(writes, arith.negate(step.published)),
-            "resumed at a published checkpoint": computed == published_before,
+            "resumed at a published checkpoint": arith.all_of(earlier >= 1, computed == published_before),
             "resumed at the first checkpoint": arith.all_of(earlier == 1, computed == r),
+            "a fresh request's first step": arith.all_of(earlier == 0, computed == 0),
         },
     )
 
