@@ -58,6 +58,8 @@ class Expectation:
     slow: frozenset[str] = frozenset()  # variants in the slow tier whatever the theorem's tier
     # mutant:NAME -> the named goal conjuncts it must refute, each alone
     refuted_alone: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # named goal conjuncts no mutant of this theorem refutes alone -> why
+    unrefuted_conjuncts: dict[str, str] = field(default_factory=dict)
 
     def tier_of(self, variant: str) -> str:
         return "slow" if variant in self.slow else self.tier
@@ -95,6 +97,7 @@ def load_manifest(path: Path = MANIFEST) -> dict[str, Expectation]:
             rlimit,
             frozenset(slow),
             _refuted_alone(path, name, entry),
+            _unrefuted_conjuncts(path, name, entry),
         )
     missing = set(CATALOGUE) - set(result)
     if missing:
@@ -116,6 +119,13 @@ def _refuted_alone(path: Path, theorem: str, entry: dict) -> dict[str, tuple[str
             raise ManifestError(f"{path}: {theorem}: refuted_alone.{mutant} must list conjunct names, got {names!r}")
         result[f"mutant:{mutant}"] = tuple(names)
     return result
+
+
+def _unrefuted_conjuncts(path: Path, theorem: str, entry: dict) -> dict[str, str]:
+    table = entry.get("unrefuted_conjuncts", {})
+    if not isinstance(table, dict) or not all(isinstance(r, str) and r.strip() for r in table.values()):
+        raise ManifestError(f"{path}: {theorem}: unrefuted_conjuncts must give a reason per conjunct, got {table!r}")
+    return dict(table)
 
 
 @functools.cache

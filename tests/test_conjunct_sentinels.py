@@ -34,6 +34,7 @@ def test_every_named_conjunct_has_a_sentinel_that_refutes_it_alone():
         engine_variants = [v for v in expectation.expected if not v.startswith("mutant:")]
         conjuncts = set().union(*(_conjunct_names(theorem, v) for v in engine_variants))
         guarded = {c for names in expectation.refuted_alone.values() for c in names}
+        guarded |= set(expectation.unrefuted_conjuncts)  # each with its reason
         assert conjuncts - guarded == set(), f"{name}: no mutant refutes these alone"
         assert guarded - conjuncts == set(), f"{name}: refuted_alone names conjuncts the goal does not have"
         named += len(conjuncts)

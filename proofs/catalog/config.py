@@ -67,11 +67,11 @@ def default_equivalence(variant, x):
         base = resolve(BASELINE, config_inputs(x))
     return Claim(
         hypotheses={**config_domain(x), "no explicit cadence": arith.negate(x["explicit"])},
-        goal=arith.all_of(
-            mine.block_size == base.block_size,
-            mine.mamba_block_size == base.mamba_block_size,
-            mine.mamba_page_size_padded == base.mamba_page_size_padded,
-        ),
+        goal={
+            "the same block size": mine.block_size == base.block_size,
+            "the same recurrent block size": mine.mamba_block_size == base.mamba_block_size,
+            "the same padded recurrent page": mine.mamba_page_size_padded == base.mamba_page_size_padded,
+        },
         covers={
             "align mode with a Mamba state": arith.all_of(x["align_mode"], x["mamba_page"] > 0),
             **smallest_configuration(x),
@@ -85,9 +85,10 @@ def physical_unchanged(variant, x):
         base = resolve(BASELINE, config_inputs(x))
     return Claim(
         hypotheses=config_domain(x),
-        goal=arith.all_of(
-            mine.block_size == base.block_size, mine.mamba_page_size_padded == base.mamba_page_size_padded
-        ),
+        goal={
+            "the same block size": mine.block_size == base.block_size,
+            "the same padded recurrent page": mine.mamba_page_size_padded == base.mamba_page_size_padded,
+        },
         covers={"explicit cadence in align mode": arith.all_of(x["explicit"], x["align_mode"], x["mamba_page"] > 0)},
     )
 
@@ -137,12 +138,14 @@ def kernel_alignment(variant, x):
     k = out.kernel_alignment
     return Claim(
         hypotheses=config_domain(x),
-        goal=arith.all_of(
-            k >= x["kernel_min"],
-            k >= x["block_in"],
-            arith.implies(x["use_mla"], k >= MLA_KERNEL_FLOOR),
-            arith.implies(x["mamba_page"] >= 1, out.block_size >= k),
-        ),
+        goal={
+            "at least the backend's smallest kernel block": k >= x["kernel_min"],
+            "at least the current block size": k >= x["block_in"],
+            "at least the MLA floor with MLA": arith.implies(x["use_mla"], k >= MLA_KERNEL_FLOOR),
+            "the resolved block at least K with a recurrent state": arith.implies(
+                x["mamba_page"] >= 1, out.block_size >= k
+            ),
+        },
         covers={"a kernel block above the current one": x["kernel_min"] > x["block_in"]},
     )
 

@@ -85,7 +85,7 @@ def bounds(variant, x):
     p, call, r = _one_call(variant, x)
     return Claim(
         hypotheses={**scheduler_domain(x), "in prefill": _in_prefill(call)},
-        goal=arith.all_of(0 <= r, r <= call.requested),
+        goal={"never negative": 0 <= r, "at most the tokens requested": r <= call.requested},
     )
 
 

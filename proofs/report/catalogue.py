@@ -73,6 +73,8 @@ def _theorem_section(theorem: Theorem, expectation: Expectation) -> list[str]:
     for mutant, conjuncts in expectation.refuted_alone.items():
         shown = "; ".join(conjuncts)
         lines.append(f"- `{mutant.removeprefix('mutant:')}` must refute each of these goal conjuncts alone: {shown}.")
+    for conjunct, why in expectation.unrefuted_conjuncts.items():
+        lines.append(f'- goal conjunct "{conjunct}" is refuted alone by no mutant here: {why}.')
     if theorem.trace_search is not None:
         lines.append("- a refutation is searched as a fresh request's trace, which replays step by step.")
     lines.append("")
