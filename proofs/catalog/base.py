@@ -223,6 +223,17 @@ class AnyShape:
         )
 
 
+# Any number of target and recurrent groups, with any number of draft groups
+# or none: one arbitrary member of each kind stands for all (docs/groups.md).
+ANY_SHAPES = (AnyShape(drafts=True), AnyShape(drafts=False))
+
+
+def shaped(variables, shape) -> tuple[Var, ...]:
+    """`variables` with the catalogue's usual deployment (GEOMETRY_VARS)
+    replaced by `shape`'s (a Shape or an AnyShape)."""
+    return tuple(v for v in variables if v not in GEOMETRY_VARS) + shape.variables
+
+
 def _family_groups(x: dict) -> arith.Family:
     drafts = [CacheGroup(DRAFT, block, eagle=x["annotated"]) for block in _named(x, "every_draft_block")]
     return arith.Family(

@@ -12,7 +12,7 @@ member of each kind standing for any number of them (docs/groups.md)."""
 
 from __future__ import annotations
 
-from proofs.catalog.base import GEOMETRY_VARS, AnyShape, Obligation, Shape, Theorem
+from proofs.catalog.base import ANY_SHAPES, Obligation, Shape, Theorem, shaped
 from proofs.catalog.prefill import (
     ENGINE_STEP_VARS,
     PUBLISH_VARS,
@@ -43,22 +43,12 @@ SHAPES = (
 )
 
 
-# Any number of target and recurrent groups, with any number of draft groups
-# or none: one arbitrary member of each kind stands for all (docs/groups.md).
-ANY_SHAPES = (AnyShape(drafts=True), AnyShape(drafts=False))
-
-
-def _shaped(variables, shape: Shape | AnyShape):
-    """`variables` with the catalogue's usual deployment replaced by `shape`'s."""
-    return tuple(v for v in variables if v not in GEOMETRY_VARS) + shape.variables
-
-
 def _steps(shapes) -> tuple[Obligation, ...]:
     """The headline's inductive step, one obligation per shape."""
     return tuple(
         Obligation(
             f"step-{s.name}",
-            _shaped(ENGINE_STEP_VARS, s),
+            shaped(ENGINE_STEP_VARS, s),
             published_on_targets_step,
             case_split=("explicit",),
             solver_options=STEP_OPTIONS,
@@ -72,7 +62,7 @@ def _guard_directions(shapes, necessary_first: bool = False) -> tuple[Obligation
     obligations = []
     for s in shapes:
         sufficient = Obligation(
-            f"sufficient-{s.name}", _shaped(PUBLISH_VARS, s), guard_sufficient, case_split=("explicit",)
+            f"sufficient-{s.name}", shaped(PUBLISH_VARS, s), guard_sufficient, case_split=("explicit",)
         )
         necessary = Obligation(
             f"necessary-{s.name}", s.variables, guard_rejects_only_failures, case_split=("explicit",)
@@ -90,7 +80,7 @@ THEOREMS = (
         "to 12 recurrent and 2 draft groups, the seed's 4/12/1 among them), each with its own page "
         "and DCP sharding: the inductive step over models.prefill.prefill_step, one obligation per shape.",
         _steps(SHAPES),
-        trace_search=Obligation(f"trace-{SCALED.name}", _shaped(TRACE_VARS, SCALED), published_on_targets_trace),
+        trace_search=Obligation(f"trace-{SCALED.name}", shaped(TRACE_VARS, SCALED), published_on_targets_trace),
     ),
     Theorem(
         "groups-guard-exact",

@@ -10,6 +10,7 @@ from models.prefill import initial_state_column, prefill_step, publishes, state_
 from models.reuse import gpu_restorable, offload_restorable, published_gpu_restorable
 from models.scheduler import SplitCall, last_cacheable_position, max_prefill_tokens, prefill_end, split
 from proofs.catalog.base import (
+    ANY_SHAPES,
     GEOMETRY_VARS,
     SPLIT_CALL_VARS,
     SPLIT_PARAM_VARS,
@@ -21,6 +22,7 @@ from proofs.catalog.base import (
     deployment_domain,
     ints,
     params_domain,
+    shaped,
     split_params,
 )
 from proofs.solver import Claim
@@ -585,6 +587,12 @@ def step_slots(variant, x):
     )
 
 
+def _any_shapes(variables, formula) -> tuple[Obligation, ...]:
+    """The step's obligation for any number of target and recurrent groups,
+    with draft groups and with none (base.ANY_SHAPES)."""
+    return tuple(Obligation(f"step-{s.name}", shaped(variables, s), formula) for s in ANY_SHAPES)
+
+
 THEOREMS = (
     Theorem(
         "prefill-published-on-target-boundaries",
@@ -697,8 +705,9 @@ THEOREMS = (
         "as prefill, and a resumed request's output tokens too "
         "up to its last, which is decode's: the step from N - 1 tokens of a request with outputs computes and "
         "publishes nothing. So the prefill ends at max(P, N - 1), the bound vLLM's split reads "
-        "(tests/conformance/test_prefill_end.py checks it against the real split).",
-        (Obligation("step", ENGINE_STEP_VARS, prefill_ends_where_decode_begins),),
+        "(tests/conformance/test_prefill_end.py checks it against the real split). For any number of cache "
+        "groups (docs/groups.md).",
+        _any_shapes(ENGINE_STEP_VARS, prefill_ends_where_decode_begins),
     ),
     Theorem(
         "prefill-step-slots",
@@ -707,8 +716,9 @@ THEOREMS = (
         "column that holds exactly that many tokens (column k holds positions kR+1..(k+1)R), never a negative "
         "one; a private state never "
         "overwrites the column of a checkpoint published before it; a fresh request reads no column (-1) and a "
-        "request resumed at a published checkpoint reads the column written at exactly that position.",
-        (Obligation("step", ENGINE_STEP_VARS + ints("earlier"), step_slots),),
+        "request resumed at a published checkpoint reads the column written at exactly that position. For any "
+        "number of cache groups (docs/groups.md).",
+        _any_shapes(ENGINE_STEP_VARS + ints("earlier"), step_slots),
     ),
     Theorem(
         "prefill-state-slot",
