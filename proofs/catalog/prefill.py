@@ -386,7 +386,9 @@ def _test_admits_only(x, d, accepted, eagle_checked):
         "at least one token": position >= 1,
         "on every target boundary": _on_targets(position, d.target_spans),
         "a token left to compute": position < x["new_tokens"],
-        "the draft block beyond it cached": arith.implies(eagle_checked, position + d.draft_span <= x["tokens"]),
+        "the draft block beyond it cached": arith.implies(
+            eagle_checked, arith.all_in(position + span <= x["tokens"] for span in d.draft_spans)
+        ),
     }
     return {name: arith.implies(accepted, holds) for name, holds in admitted.items()}
 
@@ -394,7 +396,7 @@ def _test_admits_only(x, d, accepted, eagle_checked):
 def gpu_restore_test_safe(variant, x):
     d, p, hypotheses = _test_setting(variant, x)
     accepted = published_gpu_restorable(
-        x["position"], d.target_spans, (d.draft_span,), p.eagle_drop, p.lookahead, x["tokens"], x["new_tokens"]
+        x["position"], d.target_spans, d.draft_spans, p.eagle_drop, p.lookahead, x["tokens"], x["new_tokens"]
     )
     return Claim(
         hypotheses=hypotheses,
@@ -410,7 +412,7 @@ def _offload_restore_test_safe(variant, x, with_eagle):
     it are stored, so within the cached request."""
     d, _, hypotheses = _test_setting(variant, x)
     position = x["position"]
-    eagle_spans = (d.draft_span,) if with_eagle else ()
+    eagle_spans = d.draft_spans if with_eagle else ()
     accepted = offload_restorable(
         position, True, d.cadence, d.target_spans, eagle_spans, 1, x["tokens"], x["new_tokens"]
     )
@@ -443,9 +445,9 @@ def offload_restore_test_on_chunks(variant, x):
     d, _, hypotheses = _test_setting(variant, x)
     position = x["position"]
     accepted = offload_restorable(
-        position, True, d.cadence, d.target_spans, (d.draft_span,), OFFLOAD_CHUNK_BLOCKS, x["tokens"], x["new_tokens"]
+        position, True, d.cadence, d.target_spans, d.draft_spans, OFFLOAD_CHUNK_BLOCKS, x["tokens"], x["new_tokens"]
     )
-    sizes = (d.cadence, *d.target_spans, d.draft_span)
+    sizes = (d.cadence, *d.target_spans, *d.draft_spans)
     on_chunks = arith.all_in(arith.divides(size * OFFLOAD_CHUNK_BLOCKS, position) for size in sizes)
     return Claim(hypotheses=hypotheses, goal=arith.implies(accepted, on_chunks))
 
@@ -587,10 +589,12 @@ def step_slots(variant, x):
     )
 
 
-def _any_shapes(variables, formula) -> tuple[Obligation, ...]:
-    """The step's obligation for any number of target and recurrent groups,
-    with draft groups and with none (base.ANY_SHAPES)."""
-    return tuple(Obligation(f"step-{s.name}", shaped(variables, s), formula) for s in ANY_SHAPES)
+def _any_shapes(variables, formula, name: str = "step", case_split=()) -> tuple[Obligation, ...]:
+    """An obligation for any number of target and recurrent groups, with
+    draft groups and with none (base.ANY_SHAPES)."""
+    return tuple(
+        Obligation(f"{name}-{s.name}", shaped(variables, s), formula, case_split=case_split) for s in ANY_SHAPES
+    )
 
 
 THEOREMS = (
@@ -675,16 +679,20 @@ THEOREMS = (
         "offload_restore's), admits only a position of at least one token, on every target boundary, strictly "
         "below the later request's tokens, with the EAGLE group's block beyond it cached where it is checked; "
         "the offload connector's, only a position on the recurrent chunk grid within the cached request, and, "
-        f"with chunks of {OFFLOAD_CHUNK_BLOCKS} blocks, on every group's chunk grid (cadence or span x blocks).",
+        f"with chunks of {OFFLOAD_CHUNK_BLOCKS} blocks, on every group's chunk grid (cadence or span x blocks). "
+        "For any number of cache groups (docs/groups.md).",
         (
+            # Two target groups and one draft group first: a restore that reads target groups by
+            # position is refuted there, where a family of groups makes it an ERROR.
             Obligation("gpu", SAFE_RESTORE_VARS, gpu_restore_test_safe, case_split=("explicit", "eagle_drop")),
-            # Without EAGLE before with: a fault in the offload test shows there first, and the
-            # refutation of a mutant probes the obligations in this order.
-            Obligation(
-                "offload-plain", SAFE_RESTORE_VARS, offload_restore_test_safe_without_eagle, case_split=("explicit",)
+            # The refutation of a mutant probes the obligations in this order: the offload test
+            # without EAGLE first, where a fault in it shows first.
+            *_any_shapes(
+                SAFE_RESTORE_VARS, offload_restore_test_safe_without_eagle, "offload-plain", case_split=("explicit",)
             ),
-            Obligation("offload", SAFE_RESTORE_VARS, offload_restore_test_safe, case_split=("explicit",)),
-            Obligation("offload-chunks", SAFE_RESTORE_VARS, offload_restore_test_on_chunks),
+            *_any_shapes(SAFE_RESTORE_VARS, gpu_restore_test_safe, "gpu", case_split=("explicit", "eagle_drop")),
+            *_any_shapes(SAFE_RESTORE_VARS, offload_restore_test_safe, "offload", case_split=("explicit",)),
+            *_any_shapes(SAFE_RESTORE_VARS, offload_restore_test_on_chunks, "offload-chunks"),
         ),
     ),
     Theorem(

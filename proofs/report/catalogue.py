@@ -29,13 +29,18 @@ PAGE = Path(__file__).resolve().parents[2] / "docs" / "catalogue.md"
 def hypothesis_names(theorem: Theorem, variants: list[str]) -> list[tuple[str, list[str]]]:
     """Per obligation, the names of its hypotheses, in the order the theorem
     states them, over every variant the manifest decides (a variant may add
-    one, such as the guard's acceptance)."""
+    one, such as the guard's acceptance). A mutant that reads a family of
+    groups by position has no reading of a family obligation (`prove` calls
+    that an ERROR, and the manifest expects it refuted elsewhere)."""
     named = []
     for obligation in theorem.obligations:
         names: list[str] = []
         for variant in variants:
             with arith.symbolic_context(), in_effect(variant) as resolved:
-                claim = obligation.formula(resolved, symbolic_inputs(obligation.variables, z3.Context()))
+                try:
+                    claim = obligation.formula(resolved, symbolic_inputs(obligation.variables, z3.Context()))
+                except arith.FamilyReadByPosition:
+                    continue
             names += [n for n in claim.hypotheses if n not in names]
         named.append((obligation.name, names))
     return named
