@@ -213,8 +213,8 @@ def query_text(formula: Formula, variables: Sequence[Var], variant) -> str:
     problem = _Problem(formula, tuple(variables), variant, SolverOptions(), _Budget(1, context, counted=False), context)
     try:
         encoding = _Encoding(problem, {})
-    except ZeroDivisionError as error:
-        return f"ZeroDivisionError: {error}"
+    except Exception as error:  # a reading that raises (decided, it is ERROR): the text names the error
+        return f"{type(error).__name__}: {error}"
     query = encoding.solver(tracked=True, lemmas=False)
     covers = [z3.Bool(f"cover:{name}", context) == _bool(c, context) for name, c in encoding.claim.covers.items()]
     text = QueryCache.key(query, [z3.Not(encoding.goal), *covers])

@@ -107,3 +107,14 @@ def test_every_module_of_the_solver_is_part_of_the_procedure_a_cache_key_digests
             imported.add(node.module.replace(".", "/") + ".py")
     assert imported >= {"proofs/claims.py", "proofs/options.py", "proofs/refutation.py"}
     assert imported <= set(PROCEDURE)
+
+
+def test_a_mutant_that_reads_a_family_by_position_has_a_key_and_its_entry_is_cached(tmp_path, capsys):
+    # restore-test-safe's any-groups obligations raise under this mutant (it slices the target
+    # groups); the entry is refuted on the two-target obligation before them, and is cached.
+    selection = ["--theorem", "restore-test-safe", "--variant", "mutant:restore-first-target-only"]
+    assert main(["prove", *selection, "--cache", str(tmp_path), "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert [e["verdict"] for e in first["entries"]] == ["REFUTED"]
+    assert main(["prove", *selection, "--cache", str(tmp_path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cache"]["reused"] == 1
