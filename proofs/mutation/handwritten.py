@@ -308,6 +308,14 @@ MUTANTS = {
             "aligned_end = arith.cdiv(end, block) * block",
         ),
         _mutant(
+            "chunk-end-one-past",
+            "the chunk's end counted one token past the tokens requested: start + requested + 1",
+            "scheduler",
+            "chunk_end",
+            "end = start + call.requested\n",
+            "end = start + call.requested + 1\n",
+        ),
+        _mutant(
             "split-unclamped",
             "the split's result not clamped at 0: a chunk end aligned down below its start schedules a negative count",
             "scheduler",
