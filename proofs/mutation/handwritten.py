@@ -356,6 +356,14 @@ MUTANTS = {
             "requested = arith.maximum(budget, tokens - computed)",
         ),
         _mutant(
+            "request-left-inclusive",
+            "the step counts the tokens left inclusively: min(budget, N - c + 1)",
+            "prefill",
+            "prefill_step",
+            "requested = arith.minimum(budget, tokens - computed)",
+            "requested = arith.minimum(budget, tokens - computed + 1)",
+        ),
+        _mutant(
             "prefill-end-ignores-prompt",
             "the prefill ends at N - 1 even for a fresh request, so its last prompt token is not prefilled",
             "scheduler",
