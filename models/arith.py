@@ -78,6 +78,7 @@ class SymbolicContext:
         self._lcms: dict[tuple, z3.ArithRef] = {}
         self._gcds: dict[tuple[int, ...], z3.ArithRef] = {}
         self._bounds: dict[tuple, z3.ArithRef] = {}
+        self._attained: dict[object, tuple] = {}  # Family.attains token -> the one extremum fold taken over it
         # (kind, terms, result, owner) of each lcm, gcd and family bound: their exact definitions, built on demand.
         self._exact: list[tuple[str, tuple[z3.ArithRef, ...], z3.ArithRef, int]] = []
         self._quotients: dict[int, tuple[z3.ArithRef, list[z3.ArithRef]]] = {}
@@ -377,6 +378,13 @@ class SymbolicContext:
             self._exact.append(("gcd", terms, result, owner))
             self._gcds[key] = result
         return self._gcds[key]
+
+    def attained(self, token: object, fold: tuple) -> None:
+        """Record the extremum `fold` (least?, term ids) taken over a family
+        that attains it; a second, different one has no member attaining both."""
+        first = self._attained.setdefault(token, fold)
+        if first != fold:
+            raise ValueError("a family attains one extremum fold, and a second, different one was taken over it")
 
     def bound(self, terms: tuple[z3.ArithRef, ...], least: bool) -> z3.ArithRef:
         """A value at most (`least`) or at least each of `terms`: a family's
@@ -709,6 +717,18 @@ class Family(tuple):
     count has no meaning for a family, so they raise; a family without
     members stands for none."""
 
+    # A family whose members include the one at which its one minimum (or
+    # maximum) is attained: over it that fold is exact over the members, and a
+    # second, different extremum fold over it (or a family mapped from it) is
+    # refused, as no one member could attain both (docs/groups.md).
+    attains: object = None  # a token shared by every family mapped from it; None: folds are bounds
+
+    def attaining(self) -> Family:
+        """This family, its one extremum fold attained at a member."""
+        family = Family(iter(self))
+        family.attains = object()
+        return family
+
     def __getitem__(self, index):
         raise FamilyReadByPosition(f"a family of groups has no position {index!r}: read it whole (arith.each)")
 
@@ -723,13 +743,21 @@ class Family(tuple):
 def each(values: Iterable, function) -> tuple:
     """`function` of every value, a family's kept a family."""
     mapped = (function(v) for v in values)
-    return Family(mapped) if isinstance(values, Family) else tuple(mapped)
+    return _like(values, mapped)
 
 
 def select(values: Iterable, keep) -> tuple:
     """The values `keep` (a Python predicate) holds for, a family's kept a family."""
     kept = (v for v in values if keep(v))
-    return Family(kept) if isinstance(values, Family) else tuple(kept)
+    return _like(values, kept)
+
+
+def _like(values: Iterable, members: Iterable) -> tuple:
+    if not isinstance(values, Family):
+        return tuple(members)
+    family = Family(members)
+    family.attains = values.attains
+    return family
 
 
 def _family_terms(values) -> list[z3.ExprRef] | None:
@@ -761,14 +789,30 @@ def gcd_of(values: Iterable):
 
 def minimum_of(values: Iterable):
     """The least of `values`; of a symbolic family, any value at most each of
-    its members (the least over the whole family is one)."""
+    its members (the least over the whole family is one), or, of a family
+    that attains it, the least of its members."""
+    if _attained(values, least=True):
+        return minimum(*values)
     return _fold(values, lambda terms: _context().bound(terms, least=True), minimum)
 
 
 def maximum_of(values: Iterable):
     """The greatest of `values`; of a symbolic family, any value at least each
-    of its members (the greatest over the whole family is one)."""
+    of its members (the greatest over the whole family is one), or, of a
+    family that attains it, the greatest of its members."""
+    if _attained(values, least=False):
+        return maximum(*values)
     return _fold(values, lambda terms: _context().bound(terms, least=False), maximum)
+
+
+def _attained(values: Iterable, least: bool) -> bool:
+    """Whether `values` is a symbolic family that attains its extremum; its
+    first extremum fold is recorded, and a different one refused."""
+    terms = _family_terms(values)
+    if terms is None or values.attains is None:
+        return False
+    _context().attained(values.attains, (least, *(t.get_id() for t in terms)))
+    return True
 
 
 def all_of(*conditions):

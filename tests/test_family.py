@@ -135,3 +135,42 @@ def test_a_guard_reading_groups_by_position_is_an_error_not_a_proof(monkeypatch,
     (sufficient,) = [o for o in CATALOGUE["any-groups-guard-exact"].obligations if o.name == "sufficient-any-shape"]
     outcome = decide_obligation(sufficient, VARIANTS["pr457-guarded"], SolverOptions())
     assert outcome.verdict == ERROR and "family of groups" in outcome.reason
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_SIZES, min_size=1, max_size=5), st.integers(0, 50_000), st.data())
+def test_an_attaining_family_reads_the_least_reuse_bound_of_every_draft_group(spans, tokens, data):
+    """Soundness of Family.attaining: with any draft group and the one that
+    attains the least EAGLE reuse bound as the two members, the family's
+    minimum is the deployment's, whatever the other groups."""
+    from models.scheduler import checkpoint_position
+
+    def bound(span):
+        return checkpoint_position(tokens, span, True)
+
+    anyone = data.draw(st.integers(0, len(spans) - 1))
+    least = min(range(len(spans)), key=lambda i: bound(spans[i]))
+    context = z3.Context()
+    every, attaining = z3.Ints("every least", context)
+    with arith.symbolic_context() as symbolic:
+        family = arith.Family((every, attaining)).attaining()
+        value = arith.minimum_of(arith.each(family, bound))
+    solver = z3.Solver(ctx=context)
+    solver.add(*symbolic.witness_definitions, every == spans[anyone], attaining == spans[least])
+    assert solver.check() == z3.sat
+    assert solver.model().eval(value).as_long() == min(bound(s) for s in spans)
+
+
+def test_a_second_extremum_over_an_attaining_family_is_refused():
+    """One member attains one fold: a second, different fold over the same
+    family (or one mapped from it) has no member attaining both."""
+    context = z3.Context()
+    a, b = z3.Ints("a b", context)
+    with arith.symbolic_context():
+        family = arith.Family((a, b)).attaining()
+        arith.minimum_of(family)
+        assert arith.minimum_of(family) is not None  # the same fold again is the same fold
+        with pytest.raises(ValueError, match="attains one extremum fold"):
+            arith.minimum_of(arith.each(family, lambda v: v + 1))
+        with pytest.raises(ValueError, match="attains one extremum fold"):
+            arith.maximum_of(family)

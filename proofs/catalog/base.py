@@ -209,14 +209,20 @@ class AnyShape:
     (models.arith.Family; the soundness argument is in docs/groups.md)."""
 
     drafts: bool = True
+    # A second draft member, `least_draft_block`: the one at which a theorem's
+    # one extremum over the draft groups is attained (Family.attaining).
+    least_draft: bool = False
 
     @property
     def name(self) -> str:
-        return "any-shape" if self.drafts else "any-shape-no-draft"
+        if not self.drafts:
+            return "any-shape-no-draft"
+        return "any-shape-least-draft" if self.least_draft else "any-shape"
 
     @property
     def variables(self) -> tuple[Var, ...]:
-        draft = ("every_draft_block",) if self.drafts else ()
+        draft = ("every_draft_block", "least_draft_block") if self.least_draft else ("every_draft_block",)
+        draft = draft if self.drafts else ()
         return (
             *ints("every_page", "every_rblock", *draft, "dcp", "user_cadence", size=True),
             *bools("explicit", "every_sharded", "annotated"),
@@ -235,7 +241,8 @@ def shaped(variables, shape) -> tuple[Var, ...]:
 
 
 def _family_groups(x: dict) -> arith.Family:
-    drafts = [CacheGroup(DRAFT, block, eagle=x["annotated"]) for block in _named(x, "every_draft_block")]
+    blocks = [*_named(x, "every_draft_block"), *_named(x, "least_draft_block")]
+    drafts = [CacheGroup(DRAFT, block, eagle=x["annotated"]) for block in blocks]
     return arith.Family(
         (
             CacheGroup(TARGET, x["every_page"], dcp_sharded=x["every_sharded"]),
@@ -276,7 +283,7 @@ def deployment(variant, x: dict) -> SymbolicDeployment:
 
 
 def deployment_domain(x: dict) -> dict[str, object]:
-    stems = ("page", "rblock", "draft_block", "every_page", "every_rblock", "every_draft_block")
+    stems = ("page", "rblock", "draft_block", "every_page", "every_rblock", "every_draft_block", "least_draft_block")
     sizes = [*(size for stem in stems for size in _named(x, stem)), x["dcp"]]
     return {
         "pages positive": arith.all_of(*(size >= 1 for size in sizes)),

@@ -4,6 +4,8 @@ produces real counterexample traces."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from models import arith
 from models.config import guard_accepts
 from models.prefill import initial_state_column, prefill_step, publishes, state_column
@@ -14,6 +16,7 @@ from proofs.catalog.base import (
     GEOMETRY_VARS,
     SPLIT_CALL_VARS,
     SPLIT_PARAM_VARS,
+    AnyShape,
     Obligation,
     Theorem,
     bools,
@@ -301,6 +304,13 @@ def _restore_setting(variant, x):
     guard: the restore checks the target boundaries itself, so safety holds
     for every variant, and pr457-guarded poses pr457's very queries."""
     d, p, hypotheses = _setting(variant, x, guarded=False)
+    if isinstance(d.draft_spans, arith.Family):
+        # The one minimum over the draft groups (the EAGLE reuse bound of the last
+        # cacheable position) is attained at a member: the shape's least_draft_block.
+        d = replace(d, draft_spans=d.draft_spans.attaining())
+        p = replace(p, eagle_spans=d.draft_spans)
+    if not d.draft_spans:
+        hypotheses["no draft group, so none annotated"] = arith.negate(x["annotated"])
     tokens, new_tokens, position = x["tokens"], x["new_tokens"], x["position"]
     hypotheses["a later request extending the cached one"] = arith.all_of(tokens >= 1, new_tokens >= tokens)
     hypotheses["what the cached prefill publishes"] = arith.implies(
@@ -335,7 +345,7 @@ def gpu_restore_safe(variant, x):
         x["position"],
         x["published"],
         d.target_spans,
-        (d.draft_span,),
+        d.draft_spans,
         p.eagle_drop,
         p.lookahead,
         x["tokens"],
@@ -358,7 +368,7 @@ def _offload_restore_safe(variant, x, annotated):
         x["published"],
         d.cadence,
         d.target_spans,
-        (d.draft_span,) if annotated else (),
+        d.draft_spans if annotated else (),
         1,
         x["tokens"],
         x["new_tokens"],
@@ -589,6 +599,11 @@ def step_slots(variant, x):
     )
 
 
+# Restore safety reads the least EAGLE reuse bound (the last cacheable
+# position): its draft family carries the member attaining it.
+RESTORE_SHAPES = (AnyShape(drafts=True, least_draft=True), AnyShape(drafts=False))
+
+
 def _any_shapes(variables, formula, name: str = "step", case_split=()) -> tuple[Obligation, ...]:
     """An obligation for any number of target and recurrent groups, with
     draft groups and with none (base.ANY_SHAPES)."""
@@ -660,13 +675,30 @@ THEOREMS = (
         "Whatever a later request extending a cached one restores, from the GPU prefix cache or through the "
         "native offload connector, is a checkpoint the cached prefill published, on every target boundary, "
         "strictly below the later request's tokens and at or below its last cacheable position (except under "
-        "EAGLE drop with no annotated group).",
+        "EAGLE drop with no annotated group). For any number of cache groups (docs/groups.md).",
         (
-            Obligation("gpu", SAFE_RESTORE_VARS, gpu_restore_safe, case_split=("explicit", "eagle_drop", "annotated")),
-            Obligation("offload", SAFE_RESTORE_VARS, offload_restore_safe, case_split=("explicit", "eagle_drop")),
+            *(
+                Obligation(
+                    f"gpu-{s.name}",
+                    shaped(SAFE_RESTORE_VARS, s),
+                    gpu_restore_safe,
+                    case_split=("explicit", "eagle_drop", "annotated"),
+                )
+                for s in RESTORE_SHAPES
+            ),
+            *(
+                Obligation(
+                    f"offload-{s.name}",
+                    shaped(SAFE_RESTORE_VARS, s),
+                    offload_restore_safe,
+                    case_split=("explicit", "eagle_drop"),
+                )
+                for s in RESTORE_SHAPES
+            ),
+            # An EAGLE group annotated for the connector: only with draft groups.
             Obligation(
-                "offload-eagle",
-                SAFE_RESTORE_VARS,
+                f"offload-eagle-{RESTORE_SHAPES[0].name}",
+                shaped(SAFE_RESTORE_VARS, RESTORE_SHAPES[0]),
                 offload_restore_safe_with_eagle,
                 case_split=("explicit", "eagle_drop"),
             ),

@@ -396,6 +396,14 @@ MUTANTS = {
             "position >= 0,",
         ),
         _mutant(
+            "restore-ignores-targets",
+            "the GPU restore checks a hit against the recurrent checkpoint alone, no target group's blocks",
+            "reuse",
+            "gpu_restore_bounds",
+            "divisors=tuple(target_spans),",
+            "divisors=(),",
+        ),
+        _mutant(
             "restore-ignores-publication",
             "the GPU restore admits a position that meets every bound, whether or not a checkpoint is published there",
             "reuse",
