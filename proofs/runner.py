@@ -356,8 +356,8 @@ def _run_theorem(
             ablations[hypothesis] = REFUTED if any(d.verdict == REFUTED for d in dropped) else dropped[0].verdict
             reused += sum(d.reused for d in dropped)
     conjuncts_alone = {}
-    refuted = next(((o, out) for o, out in outcomes if out.verdict == REFUTED), None)
     if verdict == REFUTED:
+        refuted = next(((o, out) for o, out in outcomes if out.verdict == REFUTED), None)
         for name in conjuncts_refuted_alone(theorem.name, variant_name):
             alone, cost, shared = _refuted_alone_verdict(theorem, name, variant, run, context, refuted)
             conjuncts_alone[name] = alone.verdict
