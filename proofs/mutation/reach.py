@@ -27,7 +27,7 @@ from proofs.enumerated import decide_enumeration
 from proofs.mutation.patch import live_function
 from proofs.solver import Kind, symbolic_inputs
 
-SHAPES_PER_VARIANT = 12  # distinct argument shapes kept per function and variant (the split's readers need 11)
+SHAPES_PER_VARIANT = 16  # distinct argument shapes kept per function and variant (last_cacheable_position: 14)
 CONCRETE_PROBES = 4  # concrete inputs each claim is also read with
 
 
