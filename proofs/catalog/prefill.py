@@ -604,12 +604,10 @@ def step_slots(variant, x):
 RESTORE_SHAPES = (AnyShape(drafts=True, least_draft=True), AnyShape(drafts=False))
 
 
-def _any_shapes(variables, formula, name: str = "step", case_split=()) -> tuple[Obligation, ...]:
-    """An obligation for any number of target and recurrent groups, with
+def _any_shapes(variables, formula, name: str = "step", case_split=(), shapes=ANY_SHAPES) -> tuple[Obligation, ...]:
+    """An obligation per shape of any number of groups: by default with
     draft groups and with none (base.ANY_SHAPES)."""
-    return tuple(
-        Obligation(f"{name}-{s.name}", shaped(variables, s), formula, case_split=case_split) for s in ANY_SHAPES
-    )
+    return tuple(Obligation(f"{name}-{s.name}", shaped(variables, s), formula, case_split=case_split) for s in shapes)
 
 
 THEOREMS = (
@@ -677,30 +675,27 @@ THEOREMS = (
         "strictly below the later request's tokens and at or below its last cacheable position (except under "
         "EAGLE drop with no annotated group). For any number of cache groups (docs/groups.md).",
         (
-            *(
-                Obligation(
-                    f"gpu-{s.name}",
-                    shaped(SAFE_RESTORE_VARS, s),
-                    gpu_restore_safe,
-                    case_split=("explicit", "eagle_drop", "annotated"),
-                )
-                for s in RESTORE_SHAPES
+            *_any_shapes(
+                SAFE_RESTORE_VARS,
+                gpu_restore_safe,
+                "gpu",
+                case_split=("explicit", "eagle_drop", "annotated"),
+                shapes=RESTORE_SHAPES,
             ),
-            *(
-                Obligation(
-                    f"offload-{s.name}",
-                    shaped(SAFE_RESTORE_VARS, s),
-                    offload_restore_safe,
-                    case_split=("explicit", "eagle_drop"),
-                )
-                for s in RESTORE_SHAPES
+            *_any_shapes(
+                SAFE_RESTORE_VARS,
+                offload_restore_safe,
+                "offload",
+                case_split=("explicit", "eagle_drop"),
+                shapes=RESTORE_SHAPES,
             ),
             # An EAGLE group annotated for the connector: only with draft groups.
-            Obligation(
-                f"offload-eagle-{RESTORE_SHAPES[0].name}",
-                shaped(SAFE_RESTORE_VARS, RESTORE_SHAPES[0]),
+            *_any_shapes(
+                SAFE_RESTORE_VARS,
                 offload_restore_safe_with_eagle,
+                "offload-eagle",
                 case_split=("explicit", "eagle_drop"),
+                shapes=RESTORE_SHAPES[:1],
             ),
         ),
     ),
