@@ -39,10 +39,16 @@ CORE_HOPELESS_RATIO = 4
 # the 198 used left unconfirmed, against 143 with the checks alone), and in
 # less time: most checks that ended unknown are no longer posed.
 PINNED_RANGES = ((1, 1), (0, 2))
-PINNED_RLIMIT = 100_000
+PINNED_RLIMIT = 100_000  # a vacuity or cover check in a pinned geometry (solver._pinned_model)
+# A deletion check in a pinned geometry, by range. Over --tier all, no check
+# that decided with every size 1 cost more than 38,124, and 2 of the 483 that
+# decided in 0..2 cost more than 60,000 (at most 65,512); the 68 that ended
+# unknown at 100,000, the cap of both before, cost a sixth of every deletion
+# check's rlimit and told nothing.
+PINNED_DELETION_RLIMIT = {(1, 1): 40_000, (0, 2): 60_000}
 # With more size inputs than this (the group theorems' wide shapes), 0..2
 # for each is 3^n geometries, and a check there is capped lower: over
-# --tier all, 30 of them ended unknown at PINNED_RLIMIT, none decided above
+# --tier all, 30 of them ended unknown at 100,000, none decided above
 # 40,000 but 3 (now kept unconfirmed), and the run took 1.7 million less rlimit
 # (24.9 to 23.3 million).
 PINNED_WIDE_SIZES = 10
@@ -162,7 +168,9 @@ class DeletionQueries:
         answer = z3.unsat
         sizes = len(self.encoding.sizes)
         for pins in PINNED_RANGES if sizes else ():
-            cap = PINNED_WIDE_RLIMIT if sizes > PINNED_WIDE_SIZES and pins[0] != pins[1] else PINNED_RLIMIT
+            cap = PINNED_DELETION_RLIMIT[pins]
+            if sizes > PINNED_WIDE_SIZES and pins[0] != pins[1]:
+                cap = min(cap, PINNED_WIDE_RLIMIT)
             answer = self._check(self._solver(pins), kept, name, cap)
             if answer == z3.sat:
                 break
