@@ -66,7 +66,7 @@ class Expectation:
 
 
 def load_manifest(path: Path = MANIFEST) -> dict[str, Expectation]:
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    data = _parsed(path.read_text(encoding="utf-8"))
     result = {}
     for name, entry in data.get("theorems", {}).items():
         if name not in CATALOGUE:
@@ -103,6 +103,17 @@ def load_manifest(path: Path = MANIFEST) -> dict[str, Expectation]:
     if missing:
         raise ManifestError(f"{path}: no expectation for {', '.join(sorted(missing))}")
     return result
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed_toml(text: str) -> dict:
+    return tomllib.loads(text)
+
+
+def _parsed(text: str) -> dict:
+    """The manifest's TOML, parsed once per text: every refuted entry with
+    conjuncts to refute alone reads the manifest again (conjuncts_refuted_alone)."""
+    return copy.deepcopy(_parsed_toml(text))
 
 
 def _refuted_alone(path: Path, theorem: str, entry: dict) -> dict[str, tuple[str, ...]]:
