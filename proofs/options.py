@@ -29,6 +29,9 @@ class SolverOptions:
     probe_only: bool = False
     # The probe already ran on this obligation and found nothing: it is seeded, so it is not run again.
     probed: bool = False
+    # The rungs of the ladder (proofs.refutation.SIZE_LADDER) the cheap refuters
+    # climb, as slice bounds; the probe runs with the first rung.
+    rungs: tuple[int, int | None] = (0, None)
     drop: frozenset[str] = frozenset()  # hypotheses left out (ablations)
     case_split: tuple[str, ...] = ()  # Bool inputs decided case by case
     lemmas: bool = True  # the derived lemma families (models/arith.py) beside the witnesses

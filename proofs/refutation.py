@@ -27,13 +27,20 @@ PROBES = 300  # random concrete inputs tried before the ladder's queries
 PROBE_INT_MAX = 40
 
 
-def refute_small(problem: _Problem, case: dict) -> dict | None:
+def refute_small(problem: _Problem, case: dict, rungs: tuple[int, int | None] = (0, None)) -> dict | None:
     """A replaying counterexample in `case` from the cheap refuters: the
-    probe, then the ladder, rung by rung."""
-    values = probe(problem, case)
+    probe, then the ladder, rung by rung. `rungs`: the slice of SIZE_LADDER
+    to climb; the probe runs with the first rung. Each rung draws the same
+    geometries whichever slice is climbed."""
+    start, stop = rungs
+    values = probe(problem, case) if start == 0 else None
     if values is None:
-        values = search(problem, case, lambda e: z3.Not(e.goal), replayed=True)
+        values = search(problem, case, _goal_violated, replayed=True, rungs=SIZE_LADDER[:stop], skip=start)
     return values
+
+
+def _goal_violated(encoding) -> z3.BoolRef:
+    return z3.Not(encoding.goal)
 
 
 def probe(problem: _Problem, case: dict) -> dict | None:
@@ -83,22 +90,25 @@ def shrink(problem: _Problem, values: dict, case: dict) -> dict:
     return values
 
 
-def search(problem: _Problem, case: dict, target, *, replayed: bool = False, rungs=SIZE_LADDER) -> dict | None:
+def search(
+    problem: _Problem, case: dict, target, *, replayed: bool = False, rungs=SIZE_LADDER, skip: int = 0
+) -> dict | None:
     """A model of `target` in small concrete geometries: every size input
     fixed to a value of the rung before encoding (all combinations, or a
     seeded sample), so every division is by a constant and the query is
-    linear. With `replayed`, only a model that replays counts."""
+    linear. With `replayed`, only a model that replays counts. The first
+    `skip` rungs are drawn but not tried."""
     sizes = [v.name for v in problem.variables if v.size and v.name not in case]
     if not sizes:
         return None
     rng = random.Random(0)
-    for rung in rungs:
+    for index, rung in enumerate(rungs):
         if len(rung) ** len(sizes) <= LADDER_TRIES:
             assignments = list(itertools.product(rung, repeat=len(sizes)))
         else:
             uniform = [tuple(value for _ in sizes) for value in rung]
             assignments = uniform + [tuple(rng.choice(rung) for _ in sizes) for _ in range(LADDER_TRIES)]
-        for assignment in assignments:
+        for assignment in assignments if index >= skip else ():
             if problem.budget.remaining <= 0:
                 return None
             try:

@@ -373,7 +373,7 @@ class _Problem:
             # On the obligation whole, every flag free: the probe draws the
             # flags too, and a geometry's one query covers every case, where
             # case by case would cost a probe and a reading per case.
-            values = refutation.refute_small(self, {})
+            values = refutation.refute_small(self, {}, self.options.rungs)
             if values is not None:
                 return self._refuted(values, {})
             if self.options.probe_only:
