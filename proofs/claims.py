@@ -25,12 +25,78 @@ class Var:
     size: bool = False  # a block size, span or cadence: pinned to small values by the ladder
 
 
+@dataclass(frozen=True)
+class Applies:
+    """A goal conjunct `when => holds` whose condition reaches its `edge`:
+    some admissible input has `when` and `edge` (say `k >= 1` at `k == 1`).
+    A Claim states that as a cover goal, so the condition narrowed past its
+    edge leaves the cover unreachable and the entry VACUOUS."""
+
+    when: object
+    holds: object
+    edge: object
+
+    @property
+    def term(self):
+        return arith.implies(self.when, self.holds)
+
+    def covers(self, name: str) -> dict[str, object]:
+        return {f"{name}: it applies at its edge": arith.all_of(self.when, self.edge)}
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A goal conjunct that bounds one quantity by another, `when` it
+    applies: `low <= high`, or `low < high` if `strict`. The engine attains
+    it: some admissible input has `when` with the two sides at their closest
+    (`low == high`; strict, `low + 1 == high`). A Claim states that as a
+    cover goal, so the bound loosened, by one or by more, leaves the cover
+    unreachable and the entry VACUOUS, as a narrowed hypothesis does; a
+    bound tightened is refuted where it is attained. With an `edge`, the
+    condition reaches it too (as Applies)."""
+
+    low: object
+    high: object
+    strict: bool = False
+    when: object = True
+    edge: object = None
+
+    @property
+    def term(self):
+        return arith.implies(self.when, self.low < self.high if self.strict else self.low <= self.high)
+
+    def covers(self, name: str) -> dict[str, object]:
+        closest = (self.low + 1 if self.strict else self.low) == self.high
+        covers = {f"{name}: the bound attained": arith.all_of(self.when, closest)}
+        if self.edge is not None:
+            covers[f"{name}: it applies at its edge"] = arith.all_of(self.when, self.edge)
+        return covers
+
+
+def at_most(low, high, when=True, edge=None) -> Bound:
+    """`low <= high` where `when` holds, attained by the engine."""
+    return Bound(low, high, when=when, edge=edge)
+
+
+def below(low, high, when=True, edge=None) -> Bound:
+    """`low < high` where `when` holds, attained by the engine (`low == high - 1`)."""
+    return Bound(low, high, strict=True, when=when, edge=edge)
+
+
+def at_least(high, low, when=True, edge=None) -> Bound:
+    """`high >= low` where `when` holds, attained by the engine."""
+    return Bound(low, high, when=when, edge=edge)
+
+
 @dataclass
 class Claim:
     """Named hypotheses, a goal and cover goals. A goal given as a dict is a
     conjunction of named conjuncts: `goal` is then their conjunction and
     `conjuncts` keeps them by name, so the manifest can ask that a mutant
-    refute one of them alone (runner.py)."""
+    refute one of them alone (runner.py). A conjunct given as a Bound or
+    Applies is its implication, and what it must reach (the bound attained,
+    the condition at its edge) is a cover goal of the claim's, named after
+    the conjunct."""
 
     hypotheses: dict[str, object]
     goal: object
@@ -39,7 +105,12 @@ class Claim:
 
     def __post_init__(self) -> None:
         if isinstance(self.goal, dict):
-            self.conjuncts = dict(self.goal)
+            self.conjuncts = {}
+            for name, conjunct in self.goal.items():
+                if isinstance(conjunct, Bound | Applies):
+                    self.covers = {**self.covers, **conjunct.covers(name)}
+                    conjunct = conjunct.term
+                self.conjuncts[name] = conjunct
             self.goal = arith.all_of(*self.conjuncts.values())
 
 

@@ -57,10 +57,9 @@ def test_a_weakened_conjunct_no_longer_refuted_alone_fails_the_entry():
 
 
 def test_a_deleted_conjunct_is_an_error_naming_it():
-    resumed = '"a resumed request reads the column written at its position": arith.implies('
-    deleted = Patch(
-        "proofs.catalog.prefill", "state_slot", resumed + "\n" + " " * 16 + _RESUMED + "\n" + " " * 12 + "),", ""
-    )
+    resumed = '"a resumed request reads the column written at its position": Applies('
+    conjunct = resumed + "\n" + " " * 16 + _RESUMED + ", edge=k == 1\n" + " " * 12 + "),"
+    deleted = Patch("proofs.catalog.prefill", "state_slot", conjunct, "")
     with applied(deleted):
         entry = run_theorem(CATALOGUE["prefill-state-slot"], "mutant:slot-off-by-one", REFUTED)
     assert entry.verdict == REFUTED  # by the fresh request's conjunct

@@ -7,6 +7,7 @@ from models.config import MLA_KERNEL_FLOOR, ConfigInputs, resolve
 from models.plan import cadence
 from models.variants import BASELINE
 from proofs.catalog.base import Obligation, Theorem, bools, ints
+from proofs.claims import at_least
 from proofs.mutation.patch import pristine
 from proofs.solver import Claim
 
@@ -139,11 +140,11 @@ def kernel_alignment(variant, x):
     return Claim(
         hypotheses=config_domain(x),
         goal={
-            "at least the backend's smallest kernel block": k >= x["kernel_min"],
-            "at least the current block size": k >= x["block_in"],
-            "at least the MLA floor with MLA": arith.implies(x["use_mla"], k >= MLA_KERNEL_FLOOR),
-            "the resolved block at least K with a recurrent state": arith.implies(
-                x["mamba_page"] >= 1, out.block_size >= k
+            "at least the backend's smallest kernel block": at_least(k, x["kernel_min"]),
+            "at least the current block size": at_least(k, x["block_in"]),
+            "at least the MLA floor with MLA": at_least(k, MLA_KERNEL_FLOOR, when=x["use_mla"]),
+            "the resolved block at least K with a recurrent state": at_least(
+                out.block_size, k, when=x["mamba_page"] >= 1, edge=x["mamba_page"] == 1
             ),
         },
         covers={"a kernel block above the current one": x["kernel_min"] > x["block_in"]},

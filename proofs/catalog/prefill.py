@@ -28,6 +28,7 @@ from proofs.catalog.base import (
     shaped,
     split_params,
 )
+from proofs.claims import Applies, at_least, at_most, below
 from proofs.solver import Claim
 
 # The split block comes from the deployment; the other scheduler inputs stay free.
@@ -253,7 +254,7 @@ def same_checkpoints_step(variant, x):
         hypotheses={**hypotheses, **call_domain({**x, "local_hit": 0, "external_hit": 0, "junction": 0})},
         goal={
             "the step advances": end > call.computed,
-            "it stays within the prompt": end <= call.prompt,
+            "it stays within the prompt": at_most(end, call.prompt),
             "the checkpoints published are the multiples of R computed": count + published
             == arith.floordiv(end, d.cadence),
         },
@@ -319,7 +320,16 @@ def _restore_setting(variant, x):
     return d, p, hypotheses
 
 
-def _restored_safely(variant, x, d, p, restorable):
+def _within_tokens(position, tokens, accepted, eagle_beyond):
+    """`position <= tokens` where `accepted`: attained, except where an EAGLE
+    group must hold the chunk beyond the position (the offload connector's),
+    which keeps every restore a chunk short of the tokens."""
+    if eagle_beyond:
+        return arith.implies(accepted, position <= tokens)
+    return at_most(position, tokens, when=accepted)
+
+
+def _restored_safely(variant, x, d, p, restorable, eagle_beyond=False):
     """A restored position is a published checkpoint, within the cached
     request's tokens, on every target boundary, strictly below the later
     request's tokens and, except under
@@ -329,14 +339,15 @@ def _restored_safely(variant, x, d, p, restorable):
     position, new_tokens = x["position"], x["new_tokens"]
     lcp = last_cacheable_position(variant, p, new_tokens)
     backoff_only = arith.all_of(p.eagle_drop, arith.negate(p.eagle_annotated))
-    safe = {
-        "a published checkpoint": x["published"],
-        "within the cached request's tokens": position <= x["tokens"],
-        "on every target boundary": _on_targets(position, d.target_spans),
-        "a token left to compute": position < new_tokens,
-        "at or below the last cacheable position": arith.implies(arith.negate(backoff_only), position <= lcp),
+    return {
+        "a published checkpoint": arith.implies(restorable, x["published"]),
+        "within the cached request's tokens": _within_tokens(position, x["tokens"], restorable, eagle_beyond),
+        "on every target boundary": arith.implies(restorable, _on_targets(position, d.target_spans)),
+        "a token left to compute": below(position, new_tokens, when=restorable),
+        "at or below the last cacheable position": at_most(
+            position, lcp, when=arith.all_of(restorable, arith.negate(backoff_only))
+        ),
     }
-    return {name: arith.implies(restorable, holds) for name, holds in safe.items()}
 
 
 def gpu_restore_safe(variant, x):
@@ -373,7 +384,7 @@ def _offload_restore_safe(variant, x, annotated):
         x["tokens"],
         x["new_tokens"],
     )
-    return Claim(hypotheses=hypotheses, goal=_restored_safely(variant, x, d, p, restorable))
+    return Claim(hypotheses=hypotheses, goal=_restored_safely(variant, x, d, p, restorable, eagle_beyond=annotated))
 
 
 def _test_setting(variant, x):
@@ -392,15 +403,15 @@ def _test_admits_only(x, d, accepted, eagle_checked):
     request's tokens, and, where it checks the EAGLE group, with the draft
     block beyond the position cached."""
     position = x["position"]
-    admitted = {
-        "at least one token": position >= 1,
-        "on every target boundary": _on_targets(position, d.target_spans),
-        "a token left to compute": position < x["new_tokens"],
+    return {
+        "at least one token": at_least(position, 1, when=accepted),
+        "on every target boundary": arith.implies(accepted, _on_targets(position, d.target_spans)),
+        "a token left to compute": below(position, x["new_tokens"], when=accepted),
         "the draft block beyond it cached": arith.implies(
-            eagle_checked, arith.all_in(position + span <= x["tokens"] for span in d.draft_spans)
+            arith.all_of(accepted, eagle_checked),
+            arith.all_in(position + span <= x["tokens"] for span in d.draft_spans),
         ),
     }
-    return {name: arith.implies(accepted, holds) for name, holds in admitted.items()}
 
 
 def gpu_restore_test_safe(variant, x):
@@ -431,7 +442,7 @@ def _offload_restore_test_safe(variant, x, with_eagle):
         goal={
             **_test_admits_only(x, d, accepted, with_eagle),
             "on the recurrent grid": arith.implies(accepted, arith.divides(d.cadence, position)),
-            "within the cached request's tokens": arith.implies(accepted, position <= x["tokens"]),
+            "within the cached request's tokens": _within_tokens(position, x["tokens"], accepted, with_eagle),
         },
     )
 
@@ -522,13 +533,15 @@ def prefill_ends_where_decode_begins(variant, x):
     return Claim(
         hypotheses=hypotheses,
         goal={
-            "it asks no more than the budget": step.requested <= x["budget"],
-            "it asks no more than the tokens left": step.requested <= left,
+            "it asks no more than the budget": at_most(step.requested, x["budget"]),
+            "it asks no more than the tokens left": at_most(step.requested, left),
             "it asks the budget or every token left": arith.any_of(
                 step.requested == x["budget"], step.requested == left
             ),
-            "the prompt is prefill's": arith.implies(computed < prompt, prefill),
-            "every token before the last is prefill's": arith.implies(computed < tokens - 1, prefill),
+            "the prompt is prefill's": Applies(computed < prompt, prefill, edge=computed == prompt - 1),
+            "every token before the last is prefill's": Applies(
+                computed < tokens - 1, prefill, edge=computed == tokens - 2
+            ),
             "a resumed request's last token is not prefilled": arith.implies(last_of_resumed, step.end == computed),
             "a resumed request's last token publishes nothing": arith.implies(
                 last_of_resumed, arith.negate(step.published)
@@ -553,8 +566,8 @@ def state_slot(variant, x):
         hypotheses={"cadence positive": cadence >= 1, "fresh or at a published checkpoint": k >= 0},
         goal={
             "a fresh request reads no column": arith.implies(k == 0, column == -1),
-            "a resumed request reads the column written at its position": arith.implies(
-                k >= 1, column == state_column(computed, cadence)
+            "a resumed request reads the column written at its position": Applies(
+                k >= 1, column == state_column(computed, cadence), edge=k == 1
             ),
         },
         covers={"resumed": k >= 1},
@@ -580,7 +593,7 @@ def step_slots(variant, x):
         hypotheses=hypotheses,
         goal={
             "a published state is written": arith.implies(step.published, writes),
-            "no column is negative": arith.implies(writes, column >= 0),
+            "no column is negative": at_least(column, 0, when=writes),
             "the column holds exactly its tokens": arith.implies(writes, holds_exactly),
             "a private state leaves a published checkpoint's column": arith.implies(
                 arith.all_of(writes, arith.negate(step.published)), column != state_column(published_before, r)

@@ -26,6 +26,7 @@ from proofs.catalog.base import (
     split_call,
     split_params,
 )
+from proofs.claims import at_least, at_most
 from proofs.mutation.patch import pristine
 from proofs.solver import Claim
 
@@ -85,7 +86,7 @@ def bounds(variant, x):
     p, call, r = _one_call(variant, x)
     return Claim(
         hypotheses={**scheduler_domain(x), "in prefill": _in_prefill(call)},
-        goal={"never negative": 0 <= r, "at most the tokens requested": r <= call.requested},
+        goal={"never negative": at_least(r, 0), "at most the tokens requested": at_most(r, call.requested)},
     )
 
 
