@@ -261,6 +261,7 @@ class _Encoding:
         self.goal = z3.And(_bool(self.claim.goal, ctx), *context.obligations)
         context.prune([self.goal, *self.hypotheses.values(), *self.claim.covers.values()])
         self.problem = problem
+        self._pinned: dict[tuple[int, int], tuple[z3.Solver, dict[int, z3.BoolRef]]] = {}
 
     def solver(
         self, tracked: bool, limit: int | None = None, only: set[str] | None = None, lemmas: bool | None = None
@@ -286,6 +287,25 @@ class _Encoding:
             else:
                 solver.add(h)
         return solver
+
+    def pinned(self, pins: tuple[int, int], target: z3.BoolRef) -> tuple[z3.Solver, tuple[z3.BoolRef, ...]]:
+        """A solver of the hypotheses with every size within `pins`, made
+        once per encoding and range, and the assumption under which a check
+        of it asks for `target` too (none for a target true outright): the
+        vacuity check and every cover goal of a case pose their pinned
+        queries to the one solver."""
+        if pins not in self._pinned:
+            solver = self.solver(tracked=False, lemmas=False)
+            solver.add(*minimisation.pinned(self.sizes, pins))
+            self._pinned[pins] = (solver, {})
+        solver, literals = self._pinned[pins]
+        if z3.is_true(target):
+            return solver, ()
+        key = target.get_id()
+        if key not in literals:
+            literals[key] = z3.Bool(f"pinned target {len(literals)}", self.problem.context)
+            solver.add(z3.Implies(literals[key], target))
+        return solver, (literals[key],)
 
     def values(self, model: z3.ModelRef) -> dict[str, int | bool]:
         values = dict(self.fixed)
@@ -601,9 +621,9 @@ class _Problem:
         term ids that later queries see, so an entry would differ from its
         reproduce command."""
         for pins in minimisation.PINNED_RANGES if encoding.sizes else ():
-            solver = encoding.solver(tracked=False, limit=minimisation.PINNED_RLIMIT, lemmas=False)
-            solver.add(*minimisation.pinned(encoding.sizes, pins), target)
-            if self.check(solver, shared=False).result == z3.sat:
+            solver, literal = encoding.pinned(pins, target)
+            solver.set("rlimit", max(min(minimisation.PINNED_RLIMIT, self.budget.remaining), 1))
+            if self.check(solver, *literal, shared=False).result == z3.sat:
                 return True
         return False
 
