@@ -307,6 +307,9 @@ class _Encoding:
             solver.add(z3.Implies(literals[key], target))
         return solver, (literals[key],)
 
+    def release_pinned(self) -> None:
+        self._pinned.clear()
+
     def values(self, model: z3.ModelRef) -> dict[str, int | bool]:
         values = dict(self.fixed)
         for v in self.free:
@@ -453,6 +456,9 @@ class _Problem:
         answer = z3.sat
         smallest, larger = refutation.SIZE_LADDER[:1], refutation.SIZE_LADDER[1:]
         found = self._pinned_model(encoding, z3.BoolVal(True, self.context))
+        # Kept alive through the proof, the pinned solvers' terms would shift
+        # the ids of the proof's own, and with them what the proof finds.
+        encoding.release_pinned()
         found = found or refutation.search(self, case, _anything, rungs=smallest)
         if not found:
             answer = self.check(encoding.solver(tracked=False, limit=VACUITY_RLIMIT, lemmas=False)).result
