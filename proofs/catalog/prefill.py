@@ -587,14 +587,19 @@ def step_slots(variant, x):
     )
     writes = step.end > computed
     column = state_column(step.end, r)
-    holds_exactly = arith.all_of(arith.multiple(column, r) < step.end, step.end <= arith.multiple(column + 1, r))
     reads = initial_state_column(variant, computed, r)
     return Claim(
         hypotheses=hypotheses,
         goal={
             "a published state is written": arith.implies(step.published, writes),
             "no column is negative": at_least(column, 0, when=writes),
-            "the column holds exactly its tokens": arith.implies(writes, holds_exactly),
+            # Column k holds positions kR + 1 .. (k + 1)R: the state after `end` tokens is in it.
+            "the column's first position is at or before the state": below(
+                arith.multiple(column, r), step.end, when=writes
+            ),
+            "the column's last position is at or after the state": at_most(
+                step.end, arith.multiple(column + 1, r), when=writes
+            ),
             "a private state leaves a published checkpoint's column": arith.implies(
                 arith.all_of(writes, arith.negate(step.published)), column != state_column(published_before, r)
             ),
