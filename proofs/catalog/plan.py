@@ -99,6 +99,7 @@ def reads_group_grid(variant, x, explicit, annotated):
     guard; its scheduler flags are what vLLM derives from them."""
     grid, p = symbolic_plan(variant, x, explicit, annotated)
     s, r, h = p.split, p.cadence, p.split.hash_block
+    hash_block_given = x["hash_block"] >= 1
     return Claim(
         hypotheses=_domain(x),
         goal=arith.all_of(
@@ -120,11 +121,16 @@ def reads_group_grid(variant, x, explicit, annotated):
             s.eagle_drop == arith.all_of(x["eagle_drop"], s.lookahead == 0),
             s.shared_prefix == arith.all_of(x["shared"], s.partial_hits, annotated),
             s.eagle_annotated == annotated,
-            arith.implies(x["hash_block"] >= 1, h == x["hash_block"]),
+            arith.implies(hash_block_given, h == x["hash_block"]),
             s.checkpoint_blocks == x["ckpt_blocks"],
             arith.implies(s.checkpoint_blocks, s.checkpoint_alignment == x["align"]),
         ),
-        covers={"partial hits": s.partial_hits, "EAGLE drop": s.eagle_drop},
+        covers={
+            "partial hits": s.partial_hits,
+            "EAGLE drop": s.eagle_drop,
+            # The edge of the given hash block's condition, as Applies states one.
+            "a given hash block of one token": arith.all_of(hash_block_given, x["hash_block"] == 1),
+        },
     )
 
 
