@@ -30,6 +30,7 @@ from pathlib import Path
 import z3
 
 from models.errors import GridproofError
+from proofs import edges
 from proofs.catalog import Theorem
 from proofs.runner import Entry, claim_texts, conjuncts_refuted_alone, model_sources_hash, theorem_location
 from proofs.solver import PROVED, QUERY_PARAMETERS, REFUTED, Query
@@ -50,6 +51,7 @@ PROCEDURE = (
     "proofs/runner.py",
     "proofs/cache.py",
     "proofs/enumerated.py",
+    "proofs/edges.py",
 )
 _ROOT = Path(__file__).resolve().parent.parent
 
@@ -71,6 +73,13 @@ def _procedure_digest() -> str:
     return digest.hexdigest()
 
 
+def _recorded_edges(theorem: str) -> str:
+    try:
+        return json.dumps(edges.recorded().get(theorem), sort_keys=True)
+    except edges.RecordError as error:
+        return str(error)
+
+
 def entry_key(theorem: Theorem, variant_name: str, expected: str, rlimit: int, tier: str, seed: int | None) -> str:
     obligations = [*theorem.obligations, *([theorem.trace_search] if theorem.trace_search else [])]
     parts = [
@@ -84,6 +93,8 @@ def entry_key(theorem: Theorem, variant_name: str, expected: str, rlimit: int, t
     parts += [repr((o.name, o.variables, o.case_split, o.lemmas, o.solver_options, o.strategy)) for o in obligations]
     if theorem.enumeration is not None:
         parts.append(model_sources_hash())  # the files; claim_texts has the domain and the live code
+    else:
+        parts.append(_recorded_edges(theorem.name))  # what a proof's domain must hold (proofs/edges.py)
     parts += claim_texts(theorem, variant_name)
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 

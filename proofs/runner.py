@@ -17,6 +17,7 @@ import z3
 
 from models.errors import GridproofError
 from models.variants import VARIANTS
+from proofs import edges
 from proofs.catalog import CATALOGUE, Obligation, Theorem
 from proofs.claims import UnknownConjunct, conjunct_alone, replay
 from proofs.enumerated import claim_text, decide_enumeration
@@ -341,6 +342,9 @@ def _run_theorem(
         if refuting.refute_first and outcomes[-1][1].verdict == REFUTED:
             break  # one refuted obligation refutes the theorem (or, with a trace search, starts it)
     verdict, reason, counterexample, used, unconfirmed = _combine(theorem, outcomes)
+    if verdict == PROVED and not variant_name.startswith("mutant:"):
+        # Proved over the domain recorded (proofs/edges.py), not a narrower one.
+        verdict, reason = edges.excluded(theorem, variant_name, variant) or (verdict, reason)
     spent = sum(out.rlimit for _, out in outcomes) + (found.rlimit if found is not None else 0)
     reused = sum(out.reused for _, out in outcomes) + (found.reused if found is not None else 0)
     if found is not None and found.verdict in (REFUTED, ERROR):
@@ -522,11 +526,12 @@ def theorem_location(theorem: Theorem) -> str:
 
 
 def model_sources_hash() -> str:
-    """sha256 over the model, catalogue and solver sources and the manifest: what a verdict rests on."""
+    """sha256 over the model, catalogue and solver sources, the manifest and the
+    recorded domain edges: what a verdict rests on."""
     root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
     sources = [*root.glob("models/**/*.py"), *root.glob("proofs/catalog/*.py"), root / "proofs/solver.py"]
-    files = sorted([*sources, MANIFEST])
+    files = sorted([*sources, MANIFEST, edges.RECORD])
     for path in files:
         digest.update(path.relative_to(root).as_posix().encode())
         digest.update(path.read_bytes())

@@ -1,0 +1,121 @@
+"""The recorded edges of every proved theorem's domain (proofs/edges.py): a
+hypothesis narrowed in the catalogue makes the entry VACUOUS, naming the
+edge it excludes, and the record covers every obligation it must."""
+
+import subprocess
+import sys
+
+import pytest
+import z3
+
+from proofs import edges
+from proofs.catalog import CATALOGUE
+from proofs.mutation.handwritten import in_effect
+from proofs.mutation.patch import Patch, applied
+from proofs.runner import load_manifest, run_theorem
+from proofs.solver import ERROR, PROVED, VACUOUS
+
+_PAST_PREFILL = '"past the prefill": call.start >= call.prefill_end'
+
+
+def _proved_obligations():
+    for name, expectation in load_manifest().items():
+        theorem = CATALOGUE[name]
+        if theorem.enumeration is not None:
+            continue
+        for variant, verdict in expectation.expected.items():
+            if verdict == PROVED and not variant.startswith("mutant:"):
+                for obligation in theorem.obligations:
+                    yield name, obligation, variant
+
+
+def test_every_proved_obligation_has_recorded_edges_of_its_inputs():
+    record = edges.recorded()
+    count = 0
+    for name, obligation, variant in _proved_obligations():
+        points = record[name][obligation.name][variant]
+        assert points, f"{name} / {obligation.name} / {variant}: no edge recorded"
+        for point in points:
+            assert set(point["inputs"]) == {v.name for v in obligation.variables}
+        count += 1
+    assert count >= 90
+
+
+def test_every_recorded_edge_is_admitted_by_the_catalogue_as_it_is():
+    record = edges.recorded()
+    for name, obligation, variant_name in _proved_obligations():
+        with in_effect(variant_name) as variant:
+            for point in record[name][obligation.name][variant_name]:
+                assert not edges._hypotheses_false(obligation.formula, variant, point["inputs"]), (
+                    f"{name} / {obligation.name} / {variant_name}: {point['edge']}"
+                )
+
+
+@pytest.mark.parametrize(
+    "narrowed",
+    [
+        '"past the prefill": call.start > call.prefill_end',  # the edge start == prefill end left out
+        '"past the prefill": call.start >= call.prefill_end + 1',
+    ],
+)
+def test_a_narrowed_hypothesis_makes_the_proved_entry_vacuous(narrowed):
+    theorem = CATALOGUE["split-untouched-outside-prefill"]
+    assert run_theorem(theorem, "baseline", PROVED).ok
+    with applied(Patch("proofs.catalog.split", "outside_prefill", _PAST_PREFILL, narrowed)):
+        entry = run_theorem(theorem, "baseline", PROVED)
+    assert entry.verdict == VACUOUS and not entry.ok
+    assert "the hypotheses exclude the recorded edge of its domain" in entry.reason
+    assert "past the prefill false there" in entry.reason
+
+
+def test_a_widened_hypothesis_still_proves():
+    widened = Patch("proofs.catalog.base", "call_domain", 'x["computed"] >= 0,', 'x["computed"] >= -1,')
+    with applied(widened):
+        entry = run_theorem(CATALOGUE["split-untouched-outside-prefill"], "baseline", PROVED)
+    assert entry.verdict == PROVED and entry.ok  # a wider domain holds every recorded edge
+
+
+def test_a_missing_or_stale_record_is_an_error_naming_what_to_run(monkeypatch):
+    theorem = CATALOGUE["split-untouched-outside-prefill"]
+    record = edges.recorded()
+    monkeypatch.setattr(edges, "recorded", lambda: {k: v for k, v in record.items() if k != theorem.name})
+    verdict, reason = edges.excluded(theorem, "baseline", None)
+    assert verdict == ERROR and "no recorded edges of its domain for baseline" in reason
+    assert edges.RECORD_COMMAND in reason
+    stale = {"main": {"baseline": [{"edge": "e", "inputs": {"block": 1}}]}}
+    monkeypatch.setattr(edges, "recorded", lambda: {**record, theorem.name: stale})
+    verdict, reason = edges.excluded(theorem, "baseline", None)
+    assert verdict == ERROR and "name other inputs than it reads now" in reason
+
+
+def test_recording_finds_the_edge_of_each_comparison():
+    obligation = CATALOGUE["split-untouched-outside-prefill"].obligations[0]
+    with in_effect("baseline") as variant:
+        points = edges.edges_of(obligation, variant)
+        for point in points:
+            assert not edges._hypotheses_false(obligation.formula, variant, point["inputs"])
+        # Some recorded input starts the chunk exactly at the prefill's end: the edge of "past the prefill".
+        at_edge = [p["inputs"] for p in points]
+        ends = [
+            (x["computed"] + x["local_hit"] + x["external_hit"], max(x["prompt"], x["tokens"] - 1)) for x in at_edge
+        ]
+        assert any(start == end for start, end in ends)
+
+
+def test_the_edges_of_a_comparison_are_tight():
+    x, y = z3.Int("x"), z3.Int("y")
+    labels = {label for label, _ in edges._edges(_Reading({"h": z3.And(x >= 1, x < y)}), None)}
+    assert labels == {"h: x >= 1 is tight", "h: x < y is tight"}
+
+
+class _Reading:
+    """What edges._edges reads of an encoding: its hypotheses and free inputs."""
+
+    def __init__(self, hypotheses):
+        self.hypotheses, self.free, self.inputs = hypotheses, [], {}
+
+
+@pytest.mark.parametrize("argv, message", [([], "nothing to do"), (["--write", "--theorem", "nope"], "nope")])
+def test_the_command_refuses_bad_arguments(argv, message):
+    out = subprocess.run([sys.executable, "-m", "proofs.edges", *argv], capture_output=True, text=True)
+    assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
