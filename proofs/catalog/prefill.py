@@ -49,8 +49,9 @@ SAFE_RESTORE_VARS = (
     + ints("tokens", "new_tokens", "position")
     + bools("published")
 )
-OFFLOAD_VARS = ints("cadence", "span", "span2", "eagle_span", size=True) + ints(
-    "position", "tokens", "new_tokens", "q0", "q1", "q2", "q3"
+# One arbitrary target span and one EAGLE span, each standing for all of its kind.
+OFFLOAD_VARS = ints("cadence", "every_span", "every_eagle_span", size=True) + ints(
+    "position", "tokens", "new_tokens", "q_cadence", "q_span", "q_eagle"
 )
 UNROLL_STEPS = 2
 GEOMETRY_FLAGS = ("explicit", "sharded", "sharded2")
@@ -482,30 +483,37 @@ def offload_restore_safe_with_eagle(variant, x):
 
 
 def _offload_restores_published(variant, x, annotated):
-    """The converse of offload safety, for any group spans: the connector
-    restores every checkpoint the cached prefill published on every group's
-    chunk grid, below the cached request's last token, and, with an EAGLE
-    group, a chunk below its end (the EAGLE group drops one). Chunks of one
-    block, as in offload safety."""
+    """The converse of offload safety, for any group spans and any number of
+    target and EAGLE groups: the connector restores every checkpoint the
+    cached prefill published on every group's chunk grid, below the cached
+    request's last token, and, with EAGLE groups, a chunk below its end (an
+    EAGLE group drops one). Chunks of one block, as in offload safety. One
+    arbitrary target span and one EAGLE span stand for all
+    (models.arith.Family): the restore's test is a conjunction of bounds
+    over every group, each hypothesis one per group (docs/groups.md)."""
     cadence, position = x["cadence"], x["position"]
-    target_spans = (x["span"], x["span2"])
-    eagle_spans = (x["eagle_span"],) if annotated else ()
-    spans = (cadence, *target_spans, *eagle_spans)
+    target_spans = arith.Family((x["every_span"],))
+    eagle_spans = arith.Family((x["every_eagle_span"],)) if annotated else ()
     tokens, new_tokens = x["tokens"], x["new_tokens"]
+    # Each group's span with the index of its chunk at the position.
+    grids = ((cadence, x["q_cadence"]), (x["every_span"], x["q_span"]))
+    grids += ((x["every_eagle_span"], x["q_eagle"]),) if annotated else ()
     hypotheses = {
-        "sizes positive": arith.all_in(span >= 1 for span in spans),
+        "sizes positive": arith.all_in(span >= 1 for span, _ in grids),
         "a later request extending the cached one": arith.all_of(tokens >= 1, new_tokens >= tokens),
         "a checkpoint the cached prefill published": publishes(position, cadence, tokens),
         "on every group's chunk grid": arith.all_in(
-            arith.all_of(position == arith.multiple(x[f"q{i}"], span), x[f"q{i}"] >= 1) for i, span in enumerate(spans)
+            arith.all_of(position == arith.multiple(chunk, span), chunk >= 1) for span, chunk in grids
         ),
         "below the cached request's last token": position <= tokens - 1,
     }
     if annotated:
-        hypotheses["the EAGLE group holds the chunk beyond"] = position + x["eagle_span"] <= tokens
+        hypotheses["each EAGLE group holds the chunk beyond"] = arith.all_in(
+            arith.each(eagle_spans, lambda span: position + span <= tokens)
+        )
     restorable = offload_restorable(position, True, cadence, target_spans, eagle_spans, 1, tokens, new_tokens)
     # At every hypothesis's edge at once: a narrowed one leaves it unreachable.
-    edge = arith.all_of(*(span == 1 for span in spans), position == 1, tokens == 2)
+    edge = arith.all_of(*(span == 1 for span, _ in grids), position == 1, tokens == 2)
     return Claim(
         hypotheses=hypotheses,
         goal=restorable,
@@ -744,8 +752,9 @@ THEOREMS = (
         "prefill-offload-restores-published",
         "prefill",
         "The native offload connector restores every checkpoint a cached prefill published on every group's "
-        "chunk grid (chunks of any number of blocks) below the cached request's last token, for any later "
-        "request extending it; with an EAGLE group, one whose chunk beyond is cached too.",
+        "chunk grid below the cached request's last token, for any later request extending it; with EAGLE "
+        "groups, one whose chunk beyond is cached in each. Chunks of one block; for any number of target and "
+        "EAGLE groups (docs/groups.md).",
         (
             Obligation("plain", OFFLOAD_VARS, offload_restores_published),
             Obligation("eagle", OFFLOAD_VARS, offload_restores_published_with_eagle),
