@@ -290,9 +290,9 @@ class _Encoding:
 
     def pinned(self, pins: tuple[int, int], target: z3.BoolRef) -> tuple[z3.Solver, tuple[z3.BoolRef, ...]]:
         """A solver of the hypotheses with every size within `pins`, made
-        once per encoding and range, and the assumption under which a check
-        of it asks for `target` too (none for a target true outright): the
-        vacuity check and every cover goal of a case pose their pinned
+        once per encoding and range until released, and the assumption under
+        which a check of it asks for `target` too (none for a target true
+        outright): every cover goal read in one case poses its pinned
         queries to the one solver."""
         if pins not in self._pinned:
             solver = self.solver(tracked=False, lemmas=False)

@@ -15,13 +15,15 @@ from proofs.solver import PROVED, VACUOUS
 
 
 def _valid(formula) -> bool:
-    solver = z3.Solver()
+    solver = z3.Solver(ctx=formula.ctx)
     solver.add(z3.Not(formula))
     return solver.check() == z3.unsat
 
 
 def test_a_bound_is_its_implication_and_its_attainment_a_cover():
-    x, y, flag = z3.Int("x"), z3.Int("y"), z3.Bool("flag")
+    # A context of the test's own: terms made in Z3's main context shift the ids later tests' terms get.
+    ctx = z3.Context()
+    x, y, flag = z3.Int("x", ctx), z3.Int("y", ctx), z3.Bool("flag", ctx)
     with arith.symbolic_context():
         claim = Claim(hypotheses={}, goal={"x within y": at_most(x, y, when=flag), "x under y": below(x, y)})
     assert _valid(claim.conjuncts["x within y"] == z3.Implies(flag, x <= y))
