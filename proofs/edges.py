@@ -119,7 +119,7 @@ def edges_of(obligation, variant) -> list[dict]:
     that is at others too stands for them. In the order the edges are met."""
     context = z3.Context()
     encoding = encode(obligation.formula, obligation.variables, variant, context, rlimit=10**12)
-    edges = list(_edges(encoding, context))
+    edges = list(_edges(encoding))
     reached: set[int] = set()
     points = []
     for index, (label, tight) in enumerate(edges):
@@ -135,7 +135,7 @@ def edges_of(obligation, variant) -> list[dict]:
     return points
 
 
-def _edges(encoding, context: z3.Context) -> Iterator[tuple[str, z3.BoolRef]]:
+def _edges(encoding) -> Iterator[tuple[str, z3.BoolRef]]:
     """(label, the edge as a term) of every comparison the hypotheses make and of every Bool input."""
     seen: set[int] = set()
     for name, hypothesis in encoding.hypotheses.items():
@@ -185,17 +185,21 @@ def _search(encoding, obligation, variant, tight: z3.BoolRef, others) -> tuple[d
             solver.add(*(z3.And(-SMALL <= i, i <= SMALL) for i in ints))
         if solver.check() != z3.sat:
             continue
-        solver.push()
         solver.set("rlimit", JOIN_RLIMIT)
+        joined = 0  # the scopes of the other edges kept
         for other in others:
             solver.push()
             solver.add(other)
-            if solver.check() != z3.sat:
+            if solver.check() == z3.sat:
+                joined += 1
+            else:
                 solver.pop()
-        for joined in (True, False):  # the edges joined, else `tight` alone
-            if not joined:
-                solver.pop()
-            solver.set("rlimit", SEARCH_RLIMIT)
+        solver.set("rlimit", SEARCH_RLIMIT)
+        for alone in (False, True):  # the edges joined, else `tight` alone
+            if alone:
+                if not joined:
+                    break
+                solver.pop(joined)
             if solver.check() != z3.sat:
                 continue
             model = solver.model()

@@ -105,7 +105,7 @@ def test_recording_finds_the_edge_of_each_comparison():
 def test_the_edges_of_a_comparison_are_tight():
     ctx = z3.Context()  # the test's own: terms made in Z3's main context shift the ids later tests' get
     x, y = z3.Int("x", ctx), z3.Int("y", ctx)
-    labels = {label for label, _ in edges._edges(_Reading({"h": z3.And(x >= 1, x < y)}), None)}
+    labels = {label for label, _ in edges._edges(_Reading({"h": z3.And(x >= 1, x < y)}))}
     assert labels == {"h: x >= 1 is tight", "h: x < y is tight"}
 
 
