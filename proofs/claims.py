@@ -41,7 +41,12 @@ class Applies:
         return arith.implies(self.when, self.holds)
 
     def covers(self, name: str) -> dict[str, object]:
-        return {f"{name}: it applies at its edge": arith.all_of(self.when, self.edge)}
+        return _edge_cover(name, self.when, self.edge)
+
+
+def _edge_cover(name: str, when, edge) -> dict[str, object]:
+    """The cover goal of a conjunct whose condition `when` must reach `edge`."""
+    return {f"{name}: it applies at its edge": arith.all_of(when, edge)}
 
 
 @dataclass(frozen=True)
@@ -69,7 +74,7 @@ class Bound:
         closest = (self.low + 1 if self.strict else self.low) == self.high
         covers = {f"{name}: the bound attained": arith.all_of(self.when, closest)}
         if self.edge is not None:
-            covers[f"{name}: it applies at its edge"] = arith.all_of(self.when, self.edge)
+            covers.update(_edge_cover(name, self.when, self.edge))
         return covers
 
 
@@ -141,13 +146,18 @@ def symbolic_inputs(variables: Sequence[Var], ctx: z3.Context) -> dict[str, z3.E
     return {v.name: (z3.Bool(v.name, ctx) if v.kind is Kind.BOOL else z3.Int(v.name, ctx)) for v in variables}
 
 
+def hypotheses_false(claim: Claim, drop=()) -> list[str]:
+    """The hypotheses of a claim read on ints that do not hold, but those in `drop`."""
+    return [name for name, holds in claim.hypotheses.items() if name not in drop and not holds]
+
+
 def replay(formula: Formula, variant, values: dict[str, int | bool], drop=()) -> tuple[bool, str]:
     """Evaluate the claim on ints: does it really violate the goal under the hypotheses?"""
     try:
         claim = formula(variant, dict(values))
     except ZeroDivisionError:
         return _replay_crash(formula, variant, values, drop)
-    failed = [name for name, h in claim.hypotheses.items() if name not in drop and not h]
+    failed = hypotheses_false(claim, drop)
     if failed:
         return False, f"hypotheses {', '.join(failed)} do not hold concretely"
     if claim.goal:
@@ -167,7 +177,7 @@ def _replay_crash(formula: Formula, variant, values: dict[str, int | bool], drop
             claim = None  # a division outside models/arith.py
     if claim is None or not crashes:
         return False, "the concrete model divides by zero outside models/arith.py"
-    failed = [name for name, h in claim.hypotheses.items() if name not in drop and not h]
+    failed = hypotheses_false(claim, drop)
     if failed:
         return False, f"the concrete model divides by zero, and hypotheses {', '.join(failed)} do not hold there"
     return True, f"the model divides by zero at {crashes[0]} on this input"

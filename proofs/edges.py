@@ -26,7 +26,7 @@ from pathlib import Path
 import z3
 
 from models.errors import GridproofError
-from proofs.claims import Kind
+from proofs.claims import Kind, hypotheses_false
 from proofs.solver import ERROR, PROVED, VACUOUS, encode
 
 RECORD = Path(__file__).parent / "recorded" / "domain-edges.json"
@@ -104,7 +104,7 @@ def _hypotheses_false(formula, variant, inputs: dict) -> str:
         claim = formula(variant, dict(inputs))
     except ZeroDivisionError:
         return "the concrete model divides by zero there"
-    false = [name for name, holds in claim.hypotheses.items() if not holds]
+    false = hypotheses_false(claim)
     return f"{', '.join(false)} false there" if false else ""
 
 

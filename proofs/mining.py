@@ -38,6 +38,7 @@ from models.errors import GridproofError
 from models.variants import Variant
 from proofs.catalog import CATALOGUE, Obligation, Theorem
 from proofs.catalog.base import GEOMETRY_VARS, deployment
+from proofs.claims import hypotheses_false
 from proofs.mutation.handwritten import in_effect, resolve
 from proofs.solver import Claim, Formula, Kind, encode
 from proofs.views import BOOL, INT, View, ViewError, compile_view
@@ -199,7 +200,7 @@ def outcome(formula, variant: Variant, values: dict) -> str:
         claim = formula(variant, dict(values))
     except ZeroDivisionError:
         return OUTSIDE
-    failed = [name for name, h in claim.hypotheses.items() if not h]
+    failed = hypotheses_false(claim)
     if failed:
         return REJECTED if failed == [GUARD_HYPOTHESIS] else OUTSIDE
     return HOLDS if claim.goal else FAILS

@@ -10,6 +10,7 @@ import z3
 
 from proofs import edges
 from proofs.catalog import CATALOGUE
+from proofs.catalog.base import split_call
 from proofs.mutation.handwritten import in_effect
 from proofs.mutation.patch import Patch, applied
 from proofs.runner import load_manifest, run_theorem
@@ -95,11 +96,8 @@ def test_recording_finds_the_edge_of_each_comparison():
         for point in points:
             assert not edges._hypotheses_false(obligation.formula, variant, point["inputs"])
         # Some recorded input starts the chunk exactly at the prefill's end: the edge of "past the prefill".
-        at_edge = [p["inputs"] for p in points]
-        ends = [
-            (x["computed"] + x["local_hit"] + x["external_hit"], max(x["prompt"], x["tokens"] - 1)) for x in at_edge
-        ]
-        assert any(start == end for start, end in ends)
+        calls = [split_call(p["inputs"]) for p in points]
+        assert any(call.start == call.prefill_end for call in calls)
 
 
 def test_the_edges_of_a_comparison_are_tight():
