@@ -402,7 +402,7 @@ class SymbolicContext:
             self._bounds[key] = result
         return self._bounds[key]
 
-    def exact_definitions(self) -> list[z3.BoolRef]:
+    def exact_definitions(self, linear_only: bool = False) -> list[z3.BoolRef]:
         """What pins every lcm and gcd read so far to its exact value, for
         positive terms: Bezout's identity. A positive common divisor g of a
         and b with g == a*x + b*y for some integers x, y is their gcd (every
@@ -412,15 +412,34 @@ class SymbolicContext:
         catalogue needs. They rule out a counterexample that only the
         over-approximation's slack allows (proofs/solver.py), so the query
         decided again finds a genuine one or none. Built on demand, so the
-        ordinary queries' terms are numbered as they are without them."""
+        ordinary queries' terms are numbered as they are without them.
+
+        A fold whose terms are constants, or branches over constants (folds
+        pinned so before them included), is pinned branch by branch to the
+        constant each branch gives, which is linear. With `linear_only`, the
+        other lcm and gcd (Bezout's) are left out: what a query whose sizes
+        are all fixed can afford (proofs/refutation.py's ladder)."""
         exact = []
+        folded_constants = []  # (fold, the branches over constants it is pinned to)
         for kind, terms, result, owner in self._exact:
             if not self._owner_kept(owner):
                 continue
-            facts = []
+            cases = leaf_cases = _constant_cases([z3.substitute(t, *folded_constants) for t in terms])
+            if cases is not None:
+                # Members that are branches over constants: the fold in each
+                # branch is a constant, linear where Bezout's is not.
+                fold = {"min": min, "max": max, "gcd": math.gcd, "lcm": math.lcm}[kind]
+                cases = [(c, fold(*v)) for c, v in cases if kind in ("min", "max") or min(v) > 0]
+                exact.extend(z3.Implies(c, result == v) for c, v in cases)
+                if len(cases) == len(leaf_cases):  # every branch pinned: a fold that reads this one sees constants
+                    folded_constants.append((result, _branches(cases)))
+                continue
             if kind in ("min", "max"):
                 exact.append(result == (minimum if kind == "min" else maximum)(*terms))
                 continue
+            if linear_only:
+                continue
+            facts = []
             if kind == "gcd":
                 coefficients = [self.fresh("bezout", t) for t in terms]
                 facts.append(result == z3.Sum(*(t * c for t, c in zip(terms, coefficients, strict=True))))
@@ -434,6 +453,40 @@ class SymbolicContext:
             positive = z3.And(*(t > 0 for t in terms))
             exact.append(z3.Implies(positive, z3.And(*facts)))
         return exact
+
+
+def _constant_cases(terms, limit: int = 16) -> list[tuple[z3.BoolRef, tuple[int, ...]]] | None:
+    """Every combination of the branches of `terms`, when each is an
+    if-then-else tree over integer constants: (condition, values) pairs,
+    at most `limit` of them; None otherwise."""
+    cases = [(z3.BoolVal(True, terms[0].ctx), ())]
+    for t in terms:
+        leaves = _leaves(z3.simplify(t))
+        if leaves is None or len(cases) * len(leaves) > limit:
+            return None
+        cases = [(z3.And(c, lc), (*v, lv)) for c, v in cases for lc, lv in leaves]
+    return cases
+
+
+def _branches(cases: list[tuple[z3.BoolRef, int]]) -> z3.ArithRef:
+    """The term that is each case's value under its condition, of cases that
+    cover every input."""
+    term = z3.IntVal(cases[-1][1], cases[-1][0].ctx)
+    for condition, value in reversed(cases[:-1]):
+        term = z3.If(condition, value, term)
+    return term
+
+
+def _leaves(term) -> list[tuple[z3.BoolRef, int]] | None:
+    if z3.is_int_value(term):
+        return [(z3.BoolVal(True, term.ctx), term.as_long())]
+    if z3.is_app_of(term, z3.Z3_OP_ITE):
+        condition, then, otherwise = term.children()
+        first, second = _leaves(then), _leaves(otherwise)
+        if first is None or second is None:
+            return None
+        return [(z3.And(condition, c), v) for c, v in first] + [(z3.And(z3.Not(condition), c), v) for c, v in second]
+    return None
 
 
 def _and(*conjuncts: z3.BoolRef) -> z3.BoolRef:

@@ -116,6 +116,11 @@ def search(
             except ZeroDivisionError:
                 continue
             solver = encoding.solver(tracked=False, limit=LADDER_RLIMIT, lemmas=False)
+            # Every size fixed, the folds over constant members are constants:
+            # pinned exactly (and linearly), a family's lcm or bound cannot take
+            # the slack its other members would allow, which the replay on the
+            # members alone refuses.
+            solver.add(*encoding.context.exact_definitions(linear_only=True))
             # Not shared: few ladder queries repeat, and their keys cost
             # more than the answers they would spare.
             if problem.check(solver, target(encoding), shared=False).result == z3.sat:

@@ -87,3 +87,51 @@ def test_generated_config_mutants_that_used_to_end_as_error_are_refuted(ident, s
     with applied(mutant.patch):
         entry = run_theorem(theorem, "baseline", expected, SolverOptions(), "ci")
     assert entry.verdict == REFUTED, entry
+
+
+def _pinned_values(fold, members, flag_value: bool) -> set[int]:
+    """Every value `fold` over a family of `members` can take once pinned
+    exactly, the linear pins alone, with the flag fixed."""
+    flag = arith.z3.Bool("flag")
+    with arith.symbolic_context() as context:
+        family = arith.Family(arith.ite(flag, a, b) for a, b in members)
+        result = fold(family)
+        pins = context.exact_definitions(linear_only=True)
+    solver = arith.z3.Solver()
+    solver.add(*pins, flag == flag_value)
+    values = set()
+    while solver.check() == arith.z3.sat and len(values) < 4:
+        value = solver.model().eval(result, model_completion=True).as_long()
+        values.add(value)
+        solver.add(result != value)
+    return values
+
+
+@pytest.mark.parametrize(
+    ("fold", "exactly"),
+    [(arith.lcm_of, math.lcm), (arith.gcd_of, math.gcd), (arith.minimum_of, min), (arith.maximum_of, max)],
+)
+@pytest.mark.parametrize("flag_value", [True, False])
+def test_a_fold_over_members_that_branch_over_constants_is_pinned_linearly_to_its_value(fold, exactly, flag_value):
+    # Unpinned, a family's lcm is any common multiple of 4 and 6 (or 3 and 10)
+    # and its minimum any value at most both: the ladder's models took that
+    # slack and then failed replay on the members alone.
+    members = [(arith.z3.IntVal(4), arith.z3.IntVal(3)), (arith.z3.IntVal(6), arith.z3.IntVal(10))]
+    chosen = [a if flag_value else b for a, b in ((4, 3), (6, 10))]
+    assert _pinned_values(fold, members, flag_value) == {exactly(*chosen)}
+
+
+def test_an_lcm_over_a_pinned_fold_is_pinned_too():
+    # The lcm reads a minimum that branches over constants: pinned branch by
+    # branch, the minimum is constants to the lcm, which Bezout's pins (left
+    # out as nonlinear) would otherwise be needed for.
+    flag = arith.z3.Bool("flag")
+    with arith.symbolic_context() as context:
+        least = arith.minimum_of(
+            arith.Family([arith.ite(flag, arith.z3.IntVal(2), arith.z3.IntVal(3)), arith.z3.IntVal(4)])
+        )
+        multiple = arith.lcm_of(arith.Family([least, arith.z3.IntVal(5)]))
+        pins = context.exact_definitions(linear_only=True)
+    solver = arith.z3.Solver()
+    solver.add(*pins, arith.z3.Not(flag), multiple != 15)
+    assert solver.check() == arith.z3.unsat
