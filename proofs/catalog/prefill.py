@@ -630,10 +630,10 @@ def step_slots(variant, x):
 RESTORE_SHAPES = (AnyShape(drafts=True, least_draft=True), AnyShape(drafts=False))
 
 
-def _any_shapes(variables, formula, name: str = "step", case_split=(), shapes=ANY_SHAPES) -> tuple[Obligation, ...]:
+def _any_shapes(variables, formula, name: str = "step", shapes=ANY_SHAPES, **options) -> tuple[Obligation, ...]:
     """An obligation per shape of any number of groups: by default with
     draft groups and with none (base.ANY_SHAPES)."""
-    return tuple(Obligation(f"{name}-{s.name}", shaped(variables, s), formula, case_split=case_split) for s in shapes)
+    return tuple(Obligation(f"{name}-{s.name}", shaped(variables, s), formula, **options) for s in shapes)
 
 
 THEOREMS = (
@@ -669,9 +669,10 @@ THEOREMS = (
         "prefill",
         "When the cadence exceeds the prefill budget, every budget sequence that makes progress publishes the "
         "same checkpoints: every multiple of R up to the prompt (the count of published checkpoints after c "
-        "tokens is c // R, and each step advances without passing the prompt).",
+        "tokens is c // R, and each step advances without passing the prompt). For any number of cache groups "
+        "(docs/groups.md).",
         # Without the lemma families: they only widen this query's search.
-        (Obligation("step", STEP_VARS + ints("published_count"), same_checkpoints_step, lemmas=False),),
+        _any_shapes(STEP_VARS + ints("published_count"), same_checkpoints_step, lemmas=False),
     ),
     Theorem(
         "prefill-restore-published",
