@@ -342,8 +342,10 @@ def _run_theorem(
         if refuting.refute_first and outcomes[-1][1].verdict == REFUTED:
             break  # one refuted obligation refutes the theorem (or, with a trace search, starts it)
     verdict, reason, counterexample, used, unconfirmed = _combine(theorem, outcomes)
-    if verdict == PROVED and not variant_name.startswith("mutant:"):
+    if verdict == PROVED == expected and not variant_name.startswith("mutant:"):
         # Proved over the domain recorded (proofs/edges.py), not a narrower one.
+        # Only where a proof is expected, which is where edges are recorded: a
+        # proof expected to be a refutation fails as a mismatch already.
         verdict, reason = edges.excluded(theorem, variant_name, variant) or (verdict, reason)
     spent = sum(out.rlimit for _, out in outcomes) + (found.rlimit if found is not None else 0)
     reused = sum(out.reused for _, out in outcomes) + (found.reused if found is not None else 0)

@@ -14,7 +14,7 @@ from proofs.catalog.base import split_call
 from proofs.mutation.handwritten import in_effect
 from proofs.mutation.patch import Patch, applied
 from proofs.runner import load_manifest, run_theorem
-from proofs.solver import ERROR, PROVED, VACUOUS
+from proofs.solver import ERROR, PROVED, REFUTED, VACUOUS
 
 _PAST_PREFILL = '"past the prefill": call.start >= call.prefill_end'
 
@@ -87,6 +87,16 @@ def test_a_missing_or_stale_record_is_an_error_naming_what_to_run(monkeypatch):
     monkeypatch.setattr(edges, "recorded", lambda: {**record, theorem.name: stale})
     verdict, reason = edges.excluded(theorem, "baseline", None)
     assert verdict == ERROR and "name other inputs than it reads now" in reason
+
+
+def test_a_fault_that_proves_an_expected_refutation_is_a_mismatch_not_an_error():
+    # The baseline overwriting an explicit cadence is expected REFUTED, so no
+    # edges are recorded for it: a model fault that makes it hold is reported
+    # as what it is, PROVED where REFUTED was expected.
+    keeps = Patch("models.config", "resolve", "overwrite = c.align_mode\n", "overwrite = False\n")
+    with applied(keeps):
+        entry = run_theorem(CATALOGUE["config-explicit-cadence-kept"], "baseline", REFUTED)
+    assert entry.verdict == PROVED and not entry.ok, entry.reason
 
 
 def test_recording_finds_the_edge_of_each_comparison():
