@@ -102,8 +102,10 @@ def plan(variant: Variant, geometry: Geometry) -> Plan:
     this very function, proofs/catalog/plan.py)."""
     d = geometry.deployment
     explicit = d.mamba_block_size
-    grid = group_grid(variant, geometry.groups, d.dcp_size, explicit is not None, explicit)
-    r, spans = grid.cadence, grid.spans
+    # Not `grid`: a resolved GroupGrid, not a size (proofs/mutation reads the
+    # last word of a name as its kind).
+    resolved = group_grid(variant, geometry.groups, d.dcp_size, explicit is not None, explicit)
+    r, spans = resolved.cadence, resolved.spans
     sched_block = arith.lcm_of(spans)
     # H: the deployment's prefix-match unit, else the gcd of the resolved
     # spec spans (kv_cache_utils.py:816-918), the cadence R included.
@@ -114,7 +116,7 @@ def plan(variant: Variant, geometry: Geometry) -> Plan:
     alignment = 0 if d.prefill_checkpoint_alignment is None else d.prefill_checkpoint_alignment
     eagle_spans = geometry.eagle_spans()
     params = SplitParams(
-        block=grid.split_block,
+        block=resolved.split_block,
         sched_block=sched_block,
         hash_block=hash_block,
         eagle_drop=arith.all_of(d.eagle_block_drop, lookahead == 0),
@@ -133,8 +135,8 @@ def plan(variant: Variant, geometry: Geometry) -> Plan:
         geometry=geometry,
         cadence=r,
         split=params,
-        target_spans=grid.target_spans,
-        accepted=guard_accepts(variant, r, grid.target_spans),
+        target_spans=resolved.target_spans,
+        accepted=guard_accepts(variant, r, resolved.target_spans),
     )
 
 
