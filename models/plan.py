@@ -102,8 +102,6 @@ def plan(variant: Variant, geometry: Geometry) -> Plan:
     this very function, proofs/catalog/plan.py)."""
     d = geometry.deployment
     explicit = d.mamba_block_size
-    # Not `grid`: a resolved GroupGrid, not a size (proofs/mutation reads the
-    # last word of a name as its kind).
     resolved = group_grid(variant, geometry.groups, d.dcp_size, explicit is not None, explicit)
     r, spans = resolved.cadence, resolved.spans
     sched_block = arith.lcm_of(spans)
