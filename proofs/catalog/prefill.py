@@ -35,7 +35,9 @@ from proofs.solver import Claim
 STEP_VARS = tuple(v for v in SPLIT_PARAM_VARS if v.name != "block") + SPLIT_CALL_VARS + GEOMETRY_VARS
 PUBLISH_VARS = GEOMETRY_VARS + ints("end", "tokens")
 RESTORE_VARS = (
-    tuple(v for v in SPLIT_PARAM_VARS if v.name != "block") + GEOMETRY_VARS + ints("prompt", "tokens", "position")
+    tuple(v for v in SPLIT_PARAM_VARS if v.name != "block")
+    + GEOMETRY_VARS
+    + ints("prompt", "tokens", "new_tokens", "position")
 )
 # One step of run_prefill from an arbitrary state of a request's prefill.
 ENGINE_STEP_VARS = (
@@ -269,7 +271,7 @@ def same_checkpoints_step(variant, x):
 
 def restorable_below_lcp(variant, x):
     """Every checkpoint published at or below the last cacheable position is
-    restored by a later request with the same tokens."""
+    restored by a later request with the same tokens or extending them."""
     d, p, hypotheses = _setting(variant, x)
     if not d.draft_spans:
         hypotheses["no draft group, so none annotated"] = arith.negate(x["annotated"])
@@ -278,6 +280,7 @@ def restorable_below_lcp(variant, x):
     hypotheses.update(
         {
             "prompt within request": arith.all_of(x["prompt"] >= 1, tokens >= x["prompt"]),
+            "a later request with the same tokens or extending them": x["new_tokens"] >= tokens,
             "a published checkpoint": publishes(position, d.cadence, tokens),
             "at or below the last cacheable position": position <= lcp,
             # Only where the restore checks the EAGLE groups' block beyond:
@@ -289,8 +292,9 @@ def restorable_below_lcp(variant, x):
             ),
         }
     )
+    new_tokens = x["new_tokens"]
     goal = gpu_restorable(
-        position, True, d.target_spans, d.draft_spans, p.eagle_drop, p.lookahead, tokens, tokens, x["annotated"]
+        position, True, d.target_spans, d.draft_spans, p.eagle_drop, p.lookahead, tokens, new_tokens, x["annotated"]
     )
     return Claim(
         hypotheses=hypotheses,
@@ -681,15 +685,16 @@ THEOREMS = (
     Theorem(
         "prefill-restore-published",
         "prefill",
-        "A later request with the same tokens restores every checkpoint published at or below the last "
-        "cacheable position, and so the last of them. For any number of cache groups (docs/groups.md).",
+        "A later request with the same tokens, or extending them, restores every checkpoint published at or "
+        "below the cached request's last cacheable position, and so the last of them. For any number of cache "
+        "groups (docs/groups.md).",
         _any_shapes(
             RESTORE_VARS,
             restorable_below_lcp,
             "main",
-            # Without Z3's monomial-order lemmas: 1,200,000 rlimit for
-            # pr457-guarded instead of 1,360,000. Unsplit: a split on the
-            # flags costs more on these shapes (1,600,000 on "explicit").
+            # Without Z3's monomial-order lemmas: 1,330,000 rlimit for
+            # pr457-guarded instead of 1,440,000. Unsplit: a split on the
+            # flags costs more on these shapes.
             solver_options=(("smt.arith.nl.order", False),),
         ),
     ),
