@@ -428,14 +428,13 @@ class SymbolicContext:
             if cases is not None:
                 # Members that are branches over constants: the fold in each
                 # branch is a constant, linear where Bezout's is not.
-                fold = {"min": min, "max": max, "gcd": math.gcd, "lcm": math.lcm}[kind]
-                cases = [(c, fold(*v)) for c, v in cases if kind in ("min", "max") or min(v) > 0]
+                cases = [(c, _FOLDS[kind](*v)) for c, v in cases if kind in ("min", "max") or min(v) > 0]
                 exact.extend(z3.Implies(c, result == v) for c, v in cases)
                 if len(cases) == len(leaf_cases):  # every branch pinned: a fold that reads this one sees constants
                     folded_constants.append((result, _branches(cases)))
                 continue
             if kind in ("min", "max"):
-                exact.append(result == (minimum if kind == "min" else maximum)(*terms))
+                exact.append(result == _FOLDS[kind](*terms))
                 continue
             if linear_only:
                 continue
@@ -826,6 +825,10 @@ def _fold(values: Iterable, over_family, exactly):
     """`over_family(terms)` for a symbolic family, else `exactly(*values)`."""
     terms = _family_terms(values)
     return over_family(tuple(terms)) if terms is not None else exactly(*values)
+
+
+# The exact reading of each fold SymbolicContext records, by its kind.
+_FOLDS = {"min": minimum, "max": maximum, "gcd": gcd, "lcm": lcm}
 
 
 def lcm_of(values: Iterable):

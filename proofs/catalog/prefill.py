@@ -273,14 +273,13 @@ def restorable_below_lcp(variant, x):
     """Every checkpoint published at or below the last cacheable position is
     restored by a later request with the same tokens or extending them."""
     d, p, hypotheses = _setting(variant, x)
-    if not d.draft_spans:
-        hypotheses["no draft group, so none annotated"] = arith.negate(x["annotated"])
-    tokens, position = x["tokens"], x["position"]
+    hypotheses.update(_none_annotated_without_drafts(d, x))
+    tokens, new_tokens, position = x["tokens"], x["new_tokens"], x["position"]
     lcp = last_cacheable_position(variant, p, tokens)
     hypotheses.update(
         {
             "prompt within request": arith.all_of(x["prompt"] >= 1, tokens >= x["prompt"]),
-            "a later request with the same tokens or extending them": x["new_tokens"] >= tokens,
+            "a later request with the same tokens or extending them": new_tokens >= tokens,
             "a published checkpoint": publishes(position, d.cadence, tokens),
             "at or below the last cacheable position": position <= lcp,
             # Only where the restore checks the EAGLE groups' block beyond:
@@ -292,7 +291,6 @@ def restorable_below_lcp(variant, x):
             ),
         }
     )
-    new_tokens = x["new_tokens"]
     goal = gpu_restorable(
         position, True, d.target_spans, d.draft_spans, p.eagle_drop, p.lookahead, tokens, new_tokens, x["annotated"]
     )
@@ -307,6 +305,11 @@ def restorable_below_lcp(variant, x):
     )
 
 
+def _none_annotated_without_drafts(d, x) -> dict:
+    """A shape without draft groups has no annotated EAGLE group."""
+    return {} if d.draft_spans else {"no draft group, so none annotated": arith.negate(x["annotated"])}
+
+
 def _restore_setting(variant, x):
     """A cached request of `tokens` tokens and a later one of `new_tokens`
     that extends it; `published`: the cached prefill published a checkpoint
@@ -319,8 +322,7 @@ def _restore_setting(variant, x):
         # cacheable position) is attained at a member: the shape's least_draft_block.
         d = replace(d, draft_spans=d.draft_spans.attaining())
         p = replace(p, eagle_spans=d.draft_spans)
-    if not d.draft_spans:
-        hypotheses["no draft group, so none annotated"] = arith.negate(x["annotated"])
+    hypotheses.update(_none_annotated_without_drafts(d, x))
     tokens, new_tokens, position = x["tokens"], x["new_tokens"], x["position"]
     hypotheses["a later request extending the cached one"] = arith.all_of(tokens >= 1, new_tokens >= tokens)
     hypotheses["what the cached prefill publishes"] = arith.implies(
