@@ -30,8 +30,9 @@ from pathlib import Path
 import z3
 
 from models.errors import GridproofError
-from proofs import edges
+from proofs import edges, needed
 from proofs.catalog import Theorem
+from proofs.records import RecordError
 from proofs.runner import Entry, claim_texts, conjuncts_refuted_alone, model_sources_hash, theorem_location
 from proofs.solver import PROVED, QUERY_PARAMETERS, REFUTED, Query
 
@@ -52,6 +53,8 @@ PROCEDURE = (
     "proofs/cache.py",
     "proofs/enumerated.py",
     "proofs/edges.py",
+    "proofs/needed.py",
+    "proofs/records.py",
 )
 _ROOT = Path(__file__).resolve().parent.parent
 
@@ -73,10 +76,10 @@ def _procedure_digest() -> str:
     return digest.hexdigest()
 
 
-def _recorded_edges(theorem: str) -> str:
+def _recorded(record, theorem: str) -> str:
     try:
-        return json.dumps(edges.recorded().get(theorem), sort_keys=True)
-    except edges.RecordError as error:
+        return json.dumps(record.recorded().get(theorem), sort_keys=True)
+    except RecordError as error:
         return str(error)
 
 
@@ -94,7 +97,8 @@ def entry_key(theorem: Theorem, variant_name: str, expected: str, rlimit: int, t
     if theorem.enumeration is not None:
         parts.append(model_sources_hash())  # the files; claim_texts has the domain and the live code
     else:
-        parts.append(_recorded_edges(theorem.name))  # what a proof's domain must hold (proofs/edges.py)
+        parts.append(_recorded(edges, theorem.name))  # what a proof's domain must hold (proofs/edges.py)
+        parts.append(_recorded(needed, theorem.name))  # what a proof must need (proofs/needed.py)
     parts += claim_texts(theorem, variant_name)
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 

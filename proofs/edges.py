@@ -17,21 +17,18 @@ record's diff.
 
 from __future__ import annotations
 
-import functools
-import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import z3
 
-from models.errors import GridproofError
 from proofs.claims import Kind, hypotheses_false
-from proofs.solver import ERROR, PROVED, VACUOUS, encode
+from proofs.records import Record, RecordError
+from proofs.solver import ERROR, VACUOUS, encode
 
 RECORD = Path(__file__).parent / "recorded" / "domain-edges.json"
 RECORD_COMMAND = "python3 -m proofs.edges --write"
-FORMAT = 1
 # Inputs are sought within this range first, so a recorded edge reads small;
 # an edge no input in it reaches is sought without the range.
 SMALL = 64
@@ -40,28 +37,12 @@ JOIN_RLIMIT = 100_000  # per query joining another edge to an input found
 _COMPARISONS = {z3.Z3_OP_LE: "<=", z3.Z3_OP_GE: ">=", z3.Z3_OP_LT: "<", z3.Z3_OP_GT: ">"}
 
 
-class RecordError(GridproofError):
-    pass
-
-
-@functools.cache
-def _recorded(text: str) -> dict:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise RecordError(f"{RECORD}: not valid JSON: {error}") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("theorems"), dict):
-        raise RecordError(f"{RECORD}: not a record of domain edges of format {FORMAT}; write it: {RECORD_COMMAND}")
-    return data["theorems"]
+RECORDED = Record(RECORD, RECORD_COMMAND, "domain edges")
 
 
 def recorded() -> dict:
     """theorem -> obligation -> variant -> [{"edge": label, "inputs": {...}}]."""
-    try:
-        text = RECORD.read_text(encoding="utf-8")
-    except OSError as error:
-        raise RecordError(f"{RECORD}: cannot read: {error.strerror}; write it: {RECORD_COMMAND}") from None
-    return _recorded(text)
+    return RECORDED.theorems()
 
 
 def excluded(theorem, variant_name: str, variant) -> tuple[str, str] | None:
@@ -210,78 +191,13 @@ def _search(encoding, obligation, variant, tight: z3.BoolRef, others) -> tuple[d
     return None
 
 
-def record(theorems: list[str] | None = None, progress=None) -> dict:
-    """The record, with the edges of `theorems` (all when None) found
-    afresh and every other theorem's kept from the current record."""
-    from proofs.catalog import CATALOGUE
-    from proofs.mutation.handwritten import in_effect
-    from proofs.runner import load_manifest
-
-    manifest = load_manifest()
-    try:
-        current = dict(recorded())
-    except RecordError:
-        current = {}
-    result = {}
-    for name, theorem in CATALOGUE.items():
-        if theorem.enumeration is not None:
-            continue
-        if theorems is not None and name not in theorems:
-            if name in current:
-                result[name] = current[name]
-            continue
-        proved = [
-            v for v, verdict in manifest[name].expected.items() if verdict == PROVED and not v.startswith("mutant:")
-        ]
-        if not proved:
-            continue
-        result[name] = {}
-        for obligation in theorem.obligations:
-            result[name][obligation.name] = {}
-            for variant_name in proved:
-                with in_effect(variant_name) as variant:
-                    points = edges_of(obligation, variant)
-                result[name][obligation.name][variant_name] = points
-                if progress:
-                    progress(f"{name} / {obligation.name} / {variant_name}: {len(points)} edges")
-    return result
-
-
-def write(theorems: list[str] | None = None) -> None:
-    """Record the edges into RECORD, one recorded input a line, so a change to a domain reads in the diff."""
-    data = record(theorems, progress=lambda line: print(line, file=sys.stderr, flush=True))
-    RECORD.write_text(_layout({"format": FORMAT, "command": RECORD_COMMAND, "theorems": data}) + "\n", encoding="utf-8")
-    _recorded.cache_clear()
-
-
-def _layout(value, depth: int = 0) -> str:
-    """JSON, objects indented and each list's items on a line of their own."""
-    pad = " " * depth
-    if isinstance(value, dict) and value:
-        items = [f"{pad} {json.dumps(key)}: {_layout(item, depth + 1).lstrip()}" for key, item in value.items()]
-        return pad + "{\n" + ",\n".join(items) + "\n" + pad + "}"
-    if isinstance(value, list) and value:
-        items = [pad + " " + json.dumps(item, separators=(",", ":")) for item in value]
-        return pad + "[\n" + ",\n".join(items) + "\n" + pad + "]"
-    return pad + json.dumps(value)
-
-
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python3 -m proofs.edges", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--write", action="store_true", help=f"record the edges into {RECORD.name}")
-    parser.add_argument("--theorem", action="append", help="only this theorem (repeatable); the others are kept")
-    args = parser.parse_args(argv)
-    if not args.write:
-        parser.error("nothing to do: --write records the edges")
-    from proofs.catalog import CATALOGUE
-
-    unknown = [name for name in args.theorem or () if name not in CATALOGUE]
-    if unknown:
-        parser.error(f"--theorem: unknown theorem {unknown[0]!r}")
-    write(args.theorem)
-    return 0
+    return RECORDED.main(
+        argv,
+        "python3 -m proofs.edges",
+        __doc__.split("\n\n")[0],
+        lambda obligation, variant, _: edges_of(obligation, variant),
+    )
 
 
 if __name__ == "__main__":

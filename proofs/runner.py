@@ -17,7 +17,7 @@ import z3
 
 from models.errors import GridproofError
 from models.variants import VARIANTS
-from proofs import edges
+from proofs import edges, needed
 from proofs.catalog import CATALOGUE, Obligation, Theorem
 from proofs.claims import UnknownConjunct, conjunct_alone, replay
 from proofs.enumerated import claim_text, decide_enumeration
@@ -346,7 +346,13 @@ def _run_theorem(
         # Proved over the domain recorded (proofs/edges.py), not a narrower one.
         # Only where a proof is expected, which is where edges are recorded: a
         # proof expected to be a refutation fails as a mismatch already.
-        verdict, reason = edges.excluded(theorem, variant_name, variant) or (verdict, reason)
+        # And failing, as recorded, at a witness that it needs each hypothesis
+        # (proofs/needed.py): a goal weakened to hold there states less.
+        verdict, reason = (
+            edges.excluded(theorem, variant_name, variant)
+            or needed.weakened(theorem, variant_name, variant)
+            or (verdict, reason)
+        )
     spent = sum(out.rlimit for _, out in outcomes) + (found.rlimit if found is not None else 0)
     reused = sum(out.reused for _, out in outcomes) + (found.reused if found is not None else 0)
     if found is not None and found.verdict in (REFUTED, ERROR):
@@ -528,15 +534,16 @@ def theorem_location(theorem: Theorem) -> str:
 
 
 def model_sources_hash() -> str:
-    """sha256 over the model, catalogue and solver sources, the manifest and the
-    recorded domain edges: what a verdict rests on."""
+    """sha256 over the model, catalogue and solver sources, the manifest, the
+    recorded domain edges and needed hypotheses: what a verdict rests on."""
     root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
     sources = [*root.glob("models/**/*.py"), *root.glob("proofs/catalog/*.py"), root / "proofs/solver.py"]
-    files = sorted([*sources, MANIFEST, edges.RECORD])
+    files = sorted([*sources, MANIFEST, edges.RECORD, needed.RECORD])
     for path in files:
         digest.update(path.relative_to(root).as_posix().encode())
-        digest.update(path.read_bytes())
+        # A record not written yet (its command is writing it) counts as empty.
+        digest.update(path.read_bytes() if path.exists() else b"")
     return digest.hexdigest()
 
 

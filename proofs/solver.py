@@ -33,7 +33,9 @@ class Verdict(StrEnum):
     PROVED = "PROVED"  # the only one that proves
     REFUTED = "REFUTED"  # with a counterexample that replays on the concrete model
     UNKNOWN = "UNKNOWN"
-    VACUOUS = "VACUOUS"  # the hypotheses admit no input (or a cover goal is unreachable)
+    # The hypotheses admit no input, a cover goal is unreachable, or the
+    # theorem states less than recorded (proofs/edges.py, proofs/needed.py).
+    VACUOUS = "VACUOUS"
     ERROR = "ERROR"  # an encoding bug, or a counterexample that does not replay
 
 

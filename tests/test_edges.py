@@ -13,21 +13,16 @@ from proofs.catalog import CATALOGUE
 from proofs.catalog.base import split_call
 from proofs.mutation.handwritten import in_effect
 from proofs.mutation.patch import Patch, applied
-from proofs.runner import load_manifest, run_theorem
+from proofs.records import proved_obligations
+from proofs.runner import run_theorem
 from proofs.solver import ERROR, PROVED, REFUTED, VACUOUS
 
 _PAST_PREFILL = '"past the prefill": call.start >= call.prefill_end'
 
 
 def _proved_obligations():
-    for name, expectation in load_manifest().items():
-        theorem = CATALOGUE[name]
-        if theorem.enumeration is not None:
-            continue
-        for variant, verdict in expectation.expected.items():
-            if verdict == PROVED and not variant.startswith("mutant:"):
-                for obligation in theorem.obligations:
-                    yield name, obligation, variant
+    for name, obligation, variant, _ in proved_obligations():
+        yield name, obligation, variant
 
 
 def test_every_proved_obligation_has_recorded_edges_of_its_inputs():

@@ -1,0 +1,108 @@
+"""The recorded witnesses that every proved theorem needs its hypotheses
+(proofs/needed.py): a goal weakened so that it holds at one makes the entry
+VACUOUS, naming the hypothesis, and the record covers every obligation."""
+
+import subprocess
+import sys
+
+import pytest
+
+from proofs import needed
+from proofs.catalog import CATALOGUE
+from proofs.mutation.handwritten import in_effect
+from proofs.mutation.patch import Patch, applied
+from proofs.records import proved_obligations
+from proofs.runner import load_manifest, run_theorem
+from proofs.solver import ERROR, PROVED, VACUOUS
+
+_RESTORE_GOAL = 'p.eagle_drop, p.lookahead, tokens, new_tokens, x["annotated"]\n    )\n    return Claim('
+
+
+def _proved_obligations():
+    for name, obligation, variant, _ in proved_obligations():
+        yield name, obligation, variant
+
+
+def test_every_proved_obligation_has_a_record_and_most_a_witness():
+    record = needed.recorded()
+    obligations = witnessed = 0
+    for name, obligation, variant in _proved_obligations():
+        witnesses = record[name][obligation.name][variant]
+        obligations += 1
+        witnessed += bool(witnesses)
+        for witness in witnesses:
+            assert set(witness["inputs"]) == {v.name for v in obligation.variables}
+    assert obligations >= 140 and witnessed >= 80
+
+
+def test_at_every_recorded_witness_the_goal_fails_and_its_hypothesis_is_false():
+    record = needed.recorded()
+    for name, obligation, variant_name in _proved_obligations():
+        with in_effect(variant_name) as variant:
+            for witness in record[name][obligation.name][variant_name]:
+                claim = obligation.formula(variant, dict(witness["inputs"]))
+                where = f"{name} / {obligation.name} / {variant_name}: {witness['hypothesis']}"
+                assert not claim.goal and not claim.hypotheses[witness["hypothesis"]], where
+
+
+@pytest.mark.parametrize(
+    "theorem, variant, patch",
+    [
+        # Restore completeness asked of a request one token longer than the
+        # cached one, not of every later request extending it.
+        (
+            "prefill-restore-published",
+            "pr457-guarded",
+            Patch(
+                "proofs.catalog.prefill",
+                "restorable_below_lcp",
+                _RESTORE_GOAL,
+                _RESTORE_GOAL.replace("tokens, new_tokens,", "tokens, tokens + 1,"),
+            ),
+        ),
+        # The split outside prefill bounded by the request, not equal to it.
+        (
+            "split-untouched-outside-prefill",
+            "baseline",
+            Patch("proofs.catalog.split", "outside_prefill", "goal=r == call.requested,", "goal=r <= call.requested,"),
+        ),
+    ],
+)
+def test_a_goal_weakened_to_hold_at_a_witness_makes_the_proved_entry_vacuous(theorem, variant, patch):
+    assert run_theorem(CATALOGUE[theorem], variant, PROVED).ok
+    with applied(patch):
+        entry = run_theorem(CATALOGUE[theorem], variant, PROVED)
+    assert entry.verdict == VACUOUS and not entry.ok
+    assert "the goal holds at the recorded input where, without" in entry.reason
+    assert needed.RECORD_COMMAND in entry.reason
+
+
+def test_a_missing_or_stale_record_is_an_error_naming_what_to_run(monkeypatch):
+    theorem = CATALOGUE["split-untouched-outside-prefill"]
+    record = needed.recorded()
+    monkeypatch.setattr(needed, "recorded", lambda: {k: v for k, v in record.items() if k != theorem.name})
+    with in_effect("baseline") as variant:
+        verdict, reason = needed.weakened(theorem, "baseline", variant)
+        assert verdict == ERROR and "no recorded needed hypotheses for baseline" in reason
+        assert needed.RECORD_COMMAND in reason
+        witness = record[theorem.name]["main"]["baseline"][0]
+        renamed = {"main": {"baseline": [{**witness, "hypothesis": "a hypothesis it no longer states"}]}}
+        monkeypatch.setattr(needed, "recorded", lambda: {**record, theorem.name: renamed})
+        verdict, reason = needed.weakened(theorem, "baseline", variant)
+        assert verdict == ERROR and "other inputs or hypotheses than it has now" in reason
+
+
+def test_recording_finds_a_witness_of_each_needed_hypothesis():
+    theorem = CATALOGUE["split-untouched-outside-prefill"]
+    obligation = theorem.obligations[0]
+    with in_effect("baseline") as variant:
+        witnesses = needed.witnesses_of(obligation, variant, load_manifest()[theorem.name].rlimit)
+        assert [w["hypothesis"] for w in witnesses] == ["past the prefill"]
+        claim = obligation.formula(variant, dict(witnesses[0]["inputs"]))
+        assert not claim.goal and not claim.hypotheses["past the prefill"]
+
+
+@pytest.mark.parametrize("argv, message", [([], "nothing to do"), (["--write", "--theorem", "nope"], "nope")])
+def test_the_command_refuses_bad_arguments(argv, message):
+    out = subprocess.run([sys.executable, "-m", "proofs.needed", *argv], capture_output=True, text=True)
+    assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
