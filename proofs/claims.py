@@ -99,9 +99,10 @@ class Claim:
     conjunction of named conjuncts: `goal` is then their conjunction and
     `conjuncts` keeps them by name, so the manifest can ask that a mutant
     refute one of them alone (runner.py). A conjunct given as a Bound or
-    Applies is its implication, and what it must reach (the bound attained,
-    the condition at its edge) is a cover goal of the claim's, named after
-    the conjunct."""
+    Applies, or a whole goal given as one, is its implication, and what it
+    must reach (the bound attained, the condition at its edge) is a cover
+    goal of the claim's, named after the conjunct ("the goal" for a whole
+    one)."""
 
     hypotheses: dict[str, object]
     goal: object
@@ -109,6 +110,9 @@ class Claim:
     conjuncts: dict[str, object] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if isinstance(self.goal, Bound | Applies):
+            self.covers = {**self.covers, **self.goal.covers("the goal")}
+            self.goal = self.goal.term
         if isinstance(self.goal, dict):
             self.conjuncts = {}
             for name, conjunct in self.goal.items():

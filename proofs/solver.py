@@ -699,7 +699,12 @@ def _assert_all(solver: z3.Solver, formulas: Sequence[z3.BoolRef]) -> None:
 
 
 def _bool(x, ctx: z3.Context) -> z3.BoolRef:
-    return x if isinstance(x, z3.ExprRef) else z3.BoolVal(bool(x), ctx)
+    if isinstance(x, z3.ExprRef):
+        return x
+    if not isinstance(x, bool):
+        # Any other object would read as true: a goal that always holds.
+        raise TypeError(f"a claim's hypothesis, goal or cover must be a condition, not {type(x).__name__}")
+    return z3.BoolVal(x, ctx)
 
 
 # The solver's public surface; the query records live in proofs/queries.py.

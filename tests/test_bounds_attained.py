@@ -60,12 +60,31 @@ def test_bounds_and_edges_read_on_ints_as_the_model_does():
             "k >= 2, column == state_column(computed, cadence)",
             "a resumed request reads the column written at its position: it applies at its edge",
         ),
+        (
+            "config-page-covers-state",
+            "page_covers_state",
+            'x["mamba_page"]),',
+            'x["mamba_page"] - 1),',
+            "the goal: the bound attained",
+        ),
     ],
 )
 def test_a_loosened_bound_or_a_narrowed_condition_is_vacuous(theorem, function, before, after, cover):
-    module = "proofs.catalog.split" if theorem == "split-bounds" else "proofs.catalog.prefill"
+    module = {"split-bounds": "proofs.catalog.split", "config-page-covers-state": "proofs.catalog.config"}.get(
+        theorem, "proofs.catalog.prefill"
+    )
     assert run_theorem(CATALOGUE[theorem], "baseline", PROVED).verdict == PROVED
     with applied(Patch(module, function, before, after)):
         entry = run_theorem(CATALOGUE[theorem], "baseline", PROVED)
     assert entry.verdict == VACUOUS and not entry.ok
     assert f"cover goal {cover!r} is unreachable" in entry.reason
+
+
+def test_a_whole_goal_written_as_a_bound_carries_its_cover():
+    ctx = z3.Context()
+    x, y = z3.Int("x", ctx), z3.Int("y", ctx)
+    with arith.symbolic_context():
+        claim = Claim(hypotheses={}, goal=at_least(x, y))
+    assert _valid(claim.goal == (y <= x))
+    assert set(claim.covers) == {"the goal: the bound attained"}
+    assert _valid(claim.covers["the goal: the bound attained"] == (y == x))

@@ -650,3 +650,12 @@ def test_an_expected_refutation_is_searched_as_a_trace_first():
     assert refuted.counterexample == {"a": 1} and steps_read == []
     undecided = run_theorem(theorem(1), "baseline", REFUTED)
     assert undecided.verdict == UNKNOWN and "the step lemma fails" in undecided.reason and steps_read
+
+
+def test_a_goal_that_is_not_a_condition_is_an_error_not_a_proof():
+    # Any object reads as true in Python: taken as the goal, it would always hold.
+    def formula(variant, x):
+        return Claim(hypotheses={"a positive": x["a"] >= 1}, goal=object())
+
+    outcome = decide(formula, (A,), None)
+    assert outcome.verdict == ERROR and "must be a condition, not object" in outcome.reason

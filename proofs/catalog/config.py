@@ -112,7 +112,7 @@ def page_covers_state(variant, x):
     out = resolve(variant, config_inputs(x))
     return Claim(
         hypotheses={**config_domain(x), "model has recurrent state": x["mamba_page"] >= 1},
-        goal=out.block_size * x["attn_page_per_token"] >= x["mamba_page"],
+        goal=at_least(out.block_size * x["attn_page_per_token"], x["mamba_page"]),
         covers=smallest_state(x),
     )
 
