@@ -178,8 +178,13 @@ def decide(
     Every term and solver is made in `context` (a new one when None). Term
     ids order the solver's choices, so in a shared context an obligation's
     cost and answers depend on what was decided in it before; the runner
-    gives each entry its own, and a result is reproduced by its command
-    alone, whatever else the process decided.
+    gives each entry its own. Z3's search still depends on the process
+    around it: restore safety, decided first in three processes that had
+    only imported their modules in other orders, spent 4.1, 4.2 and 5.9
+    million rlimit and left 16, 19 and 20 hypotheses unconfirmed, with the
+    same verdict. So a verdict reproduces; the hypotheses left unconfirmed
+    and the rlimit spent may not, and nothing recorded (edges, witnesses)
+    rests on them.
 
     `options.known_needed`: hypotheses already shown needed elsewhere (a
     sibling obligation whose report this one's joins): reported used, with
