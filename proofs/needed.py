@@ -25,14 +25,16 @@ from pathlib import Path
 
 import z3
 
-from proofs.claims import replay
+from proofs.claims import Kind, replay
 from proofs.records import Record, RecordError
-from proofs.solver import ERROR, PROVED, REFUTED, VACUOUS, SolverOptions
+from proofs.solver import ERROR, PROVED, REFUTED, VACUOUS, SolverOptions, encode
 
 RECORD = Path(__file__).parent / "recorded" / "hypotheses-needed.json"
 RECORD_COMMAND = "python3 -m proofs.needed --write"
 RECORDED = Record(RECORD, RECORD_COMMAND, "needed hypotheses")
 SEARCH_RLIMIT = 5_000_000  # per witness; a hypothesis without a witness found within it is not recorded
+SMALL = 64  # a witness is sought with every input within [-SMALL, SMALL] first, so it reads small
+REPLAY_RETRIES = 8  # models excluded after one the concrete model refutes
 
 
 def recorded() -> dict:
@@ -104,16 +106,52 @@ def witnesses_of(obligation, variant, rlimit: int) -> list[dict]:
             rlimit=SEARCH_RLIMIT, refute_first=True, drop=drop, probe_only=name in proof.hypotheses_unconfirmed
         )
         out = decide_obligation(replace(obligation, case_split=()), variant, search, z3.Context())
-        if out.verdict != REFUTED:
-            continue
-        values = out.counterexample
-        try:
-            without = not obligation.formula(variant, dict(values)).hypotheses[name]
-        except ZeroDivisionError:
-            continue  # a witness the concrete model cannot read is not recorded
-        if without and replay(obligation.formula, variant, values, drop=drop)[0]:
+        values = out.counterexample if out.verdict == REFUTED else None
+        if values is None or not _witnesses(obligation, variant, name, values, drop):
+            # The refuters' counterexample, where there is one, divides by
+            # zero (a divisor's positivity, which pins no goal) or did not
+            # replay: sought again where the model is defined.
+            values = _defined_witness(obligation, variant, name, used)
+        if values is not None:
             witnesses.append({"hypothesis": name, "inputs": values})
     return witnesses
+
+
+def _witnesses(obligation, variant, name: str, values: dict, drop) -> bool:
+    """On the concrete model, at `values`: `name` false, every hypothesis but those in `drop` true, the goal false."""
+    try:
+        without = not obligation.formula(variant, dict(values)).hypotheses[name]
+    except ZeroDivisionError:
+        return False  # a witness the concrete model cannot read is not recorded
+    return without and replay(obligation.formula, variant, values, drop=drop)[0]
+
+
+def _defined_witness(obligation, variant, name: str, used: set[str]) -> dict | None:
+    """An input where `name` is false, the other hypotheses in `used` hold,
+    the model divides by no zero and the goal fails, replayed; small inputs
+    first. A model the concrete reading refutes (a symbolic lcm's slack) is
+    excluded and another sought, a few times."""
+    encoding = encode(obligation.formula, obligation.variables, variant, z3.Context(), rlimit=SEARCH_RLIMIT)
+    goal = encoding.claim.goal
+    if not isinstance(goal, z3.ExprRef):
+        return None
+    stated = set(encoding.hypotheses)
+    drop = frozenset(stated - (used - {name}))
+    ints = [encoding.inputs[v.name] for v in encoding.free if v.kind is Kind.INT]
+    for bounded in (True, False):
+        solver = encoding.solver(tracked=False, limit=SEARCH_RLIMIT // 4, only=used - {name}, lemmas=False)
+        solver.add(z3.Not(encoding.hypotheses[name]), *encoding.context.obligations, z3.Not(goal))
+        if bounded:
+            solver.add(*(z3.And(-SMALL <= i, i <= SMALL) for i in ints))
+        for _ in range(REPLAY_RETRIES):
+            if solver.check() != z3.sat:
+                break
+            model = solver.model()
+            values = encoding.values(model)
+            if _witnesses(obligation, variant, name, values, drop):
+                return values
+            solver.add(z3.Or(*(i != model.eval(i, model_completion=True) for i in ints)))
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
