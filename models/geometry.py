@@ -188,7 +188,8 @@ def _check_consistency(geometry: Geometry) -> None:
             raise GeometryError(f"groups: a hybrid geometry needs at least one {kind} group")
     for i, group in enumerate(geometry.groups):
         if group.kind == RECURRENT and (group.dcp_sharded or group.eagle):
-            raise GeometryError(f"groups[{i}]: a recurrent group is neither DCP-sharded nor EAGLE")
+            flag = "dcp_sharded" if group.dcp_sharded else "eagle"
+            raise GeometryError(f"groups[{i}].{flag}: a recurrent group is neither DCP-sharded nor EAGLE")
         if group.kind == TARGET and group.eagle:
             raise GeometryError(f"groups[{i}].eagle: only draft-attention groups can be EAGLE groups")
 

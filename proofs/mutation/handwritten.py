@@ -35,6 +35,22 @@ MUTANTS = {
     m.name: m
     for m in (
         _mutant(
+            "zero-size-accepted",
+            "a geometry file's sizes checked as non-negative: a block, DCP or offload size of 0 accepted",
+            "geometry",
+            "check_value",
+            'rule == "positive" and value <= 0',
+            'rule == "positive" and value < 0',
+        ),
+        _mutant(
+            "sharded-recurrent-accepted",
+            "a DCP-sharded recurrent group accepted: only an EAGLE recurrent group refused",
+            "geometry",
+            "_check_consistency",
+            "(group.dcp_sharded or group.eagle)",
+            "group.eagle",
+        ),
+        _mutant(
             "lcp-off-by-one",
             "the last cacheable position computed from N + 1 tokens",
             "scheduler",
