@@ -1,13 +1,14 @@
 """Recorded edges of every proved theorem's domain.
 
 A theorem proved under narrower hypotheses proves less, and still proves:
-`x >= 1` narrowed to `x >= 2`, or `end <= tokens` to `end < tokens`, leaves
-the entry PROVED as the manifest expects. So the domain of every obligation
+`x >= 1` narrowed to `x >= 2`, `end <= tokens` to `end < tokens`, or
+`x >= 0` to `x == 0`, leaves the entry PROVED as the manifest expects. So the domain of every obligation
 a variant is expected to prove is pinned from outside the catalogue's code:
 `python3 -m proofs.edges --write` finds, for every comparison its hypotheses
 make (and every Bool input, both ways), an input at which the comparison is
-tight (its two sides equal, or one apart for a strict one) and every
-hypothesis holds, checks that input on the concrete model, and records it in
+tight (its two sides equal, or one apart for a strict one), and one at
+which it holds by one more, where every hypothesis holds; it checks each
+input on the concrete model and records it in
 proofs/recorded/domain-edges.json. `gridproof prove` reads each recorded
 input on the concrete model again: a hypothesis false at one of them makes
 the entry VACUOUS, naming the edge, so a narrowed hypothesis fails the run.
@@ -95,7 +96,7 @@ def _hypotheses_false(formula, variant, inputs: dict) -> str:
 def edges_of(obligation, variant) -> list[dict]:
     """Inputs at the edges of the obligation's domain, each checked on the
     concrete model: for every comparison in its hypotheses, one at which it
-    is tight, and for every Bool input, one where it holds and one where it
+    is tight and one at which it holds by one more, and for every Bool input, one where it holds and one where it
     does not, as far as the hypotheses admit; an input found for one edge
     that is at others too stands for them. In the order the edges are met."""
     context = z3.Context()
@@ -123,13 +124,11 @@ def _edges(encoding) -> Iterator[tuple[str, z3.BoolRef]]:
         for atom in _comparisons(hypothesis, seen):
             low, high = atom.arg(0), atom.arg(1)
             kind = atom.decl().kind()
-            tight = {
-                z3.Z3_OP_LE: low == high,
-                z3.Z3_OP_GE: low == high,
-                z3.Z3_OP_LT: low + 1 == high,
-                z3.Z3_OP_GT: low == high + 1,
-            }[kind]
-            yield f"{name}: {_short(low)} {_COMPARISONS[kind]} {_short(high)} is tight", tight
+            small, large = (high, low) if kind in (z3.Z3_OP_GE, z3.Z3_OP_GT) else (low, high)
+            least = 1 if kind in (z3.Z3_OP_LT, z3.Z3_OP_GT) else 0  # the smallest gap the comparison admits
+            comparison = f"{name}: {_short(low)} {_COMPARISONS[kind]} {_short(high)}"
+            yield f"{comparison} is tight", small + least == large
+            yield f"{comparison} holds by one more", small + least + 1 == large
     for v in encoding.free:
         if v.kind is Kind.BOOL:
             flag = encoding.inputs[v.name]

@@ -105,11 +105,24 @@ def test_recording_finds_the_edge_of_each_comparison():
         assert any(call.start == call.prefill_end for call in calls)
 
 
-def test_the_edges_of_a_comparison_are_tight():
+def test_the_edges_of_a_comparison_are_tight_and_one_inside():
     ctx = z3.Context()  # the test's own: terms made in Z3's main context shift the ids later tests' get
     x, y = z3.Int("x", ctx), z3.Int("y", ctx)
-    labels = {label for label, _ in edges._edges(_Reading({"h": z3.And(x >= 1, x < y)}))}
-    assert labels == {"h: x >= 1 is tight", "h: x < y is tight"}
+    found = dict(edges._edges(_Reading({"h": z3.And(x >= 1, x < y)})))
+    assert set(found) == {
+        "h: x >= 1 is tight",
+        "h: x >= 1 holds by one more",
+        "h: x < y is tight",
+        "h: x < y holds by one more",
+    }
+
+    def holds(edge, at_x, at_y):
+        return z3.is_true(z3.simplify(z3.substitute(found[edge], (x, z3.IntVal(at_x, ctx)), (y, z3.IntVal(at_y, ctx)))))
+
+    assert holds("h: x >= 1 is tight", 1, 0) and not holds("h: x >= 1 is tight", 2, 0)
+    assert holds("h: x >= 1 holds by one more", 2, 0) and not holds("h: x >= 1 holds by one more", 1, 0)
+    assert holds("h: x < y is tight", 3, 4) and not holds("h: x < y is tight", 3, 5)
+    assert holds("h: x < y holds by one more", 3, 5) and not holds("h: x < y holds by one more", 3, 4)
 
 
 class _Reading:
