@@ -260,6 +260,7 @@ class _Encoding:
         unknown = problem.drop - set(self.claim.hypotheses)
         if unknown:
             raise ValueError(f"cannot drop unknown hypotheses {sorted(unknown)}")
+        _distinct_conjuncts(self.claim, problem.context)
         self.context = context
         if problem.hypothesis_names is None:
             problem.hypothesis_names = list(self.claim.hypotheses)
@@ -701,6 +702,20 @@ def _assert_all(solver: z3.Solver, formulas: Sequence[z3.BoolRef]) -> None:
     context = solver.ctx.ref()
     for formula in formulas:
         z3.Z3_solver_assert(context, solver.solver, formula.as_ast())
+
+
+def _distinct_conjuncts(claim, ctx: z3.Context) -> None:
+    """Two named goal conjuncts built as the same term: one of them was meant to say something else (a
+    bound pointed at the wrong quantity), and what the manifest asks each to refute alone no longer pins
+    it. Terms as built, not simplified: distinct conditions can coincide in one obligation's case."""
+    seen: dict[int, str] = {}
+    for name, conjunct in claim.conjuncts.items():
+        term = _bool(conjunct, ctx)
+        if z3.is_true(term) or z3.is_false(term):
+            continue  # constant under the inputs fixed here: compared where they are free
+        if term.get_id() in seen:
+            raise ValueError(f"the goal's conjuncts {seen[term.get_id()]!r} and {name!r} are the same condition")
+        seen[term.get_id()] = name
 
 
 def _bool(x, ctx: z3.Context) -> z3.BoolRef:

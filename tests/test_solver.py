@@ -5,6 +5,7 @@ import time
 
 from models import arith
 from proofs import minimisation
+from proofs.claims import at_least
 from proofs.runner import Entry
 from proofs.solver import (
     ERROR,
@@ -659,3 +660,24 @@ def test_a_goal_that_is_not_a_condition_is_an_error_not_a_proof():
 
     outcome = decide(formula, (A,), None)
     assert outcome.verdict == ERROR and "must be a condition, not object" in outcome.reason
+
+
+def test_two_conjuncts_built_as_one_condition_are_an_error():
+    # A conjunct re-pointed at the quantity another one bounds: the manifest's conjunct checks no longer pin it.
+    def formula(variant, x):
+        return Claim(
+            hypotheses={"a positive": x["a"] >= 1},
+            goal={"at least one": at_least(x["a"], 1), "at least the floor": at_least(x["a"], 1)},
+        )
+
+    outcome = decide(formula, (A,), None)
+    assert outcome.verdict == ERROR
+    assert "'at least one' and 'at least the floor' are the same condition" in outcome.reason
+
+    def distinct(variant, x):
+        return Claim(
+            hypotheses={"a positive": x["a"] >= 1},
+            goal={"at least one": at_least(x["a"], 1), "positive": x["a"] > 0},
+        )
+
+    assert decide(distinct, (A,), None).verdict == PROVED

@@ -108,7 +108,14 @@ def zero_exactly_when(variant, x):
     )
     return Claim(
         hypotheses={**scheduler_domain(x), "in prefill": _in_prefill(call)},
-        goal=(r == 0) == arith.any_of(call.requested == 0, stuck),
+        goal={
+            "zero only when nothing is requested or the chunk stalls": arith.implies(
+                r == 0, arith.any_of(call.requested == 0, stuck)
+            ),
+            "zero when nothing is requested or the chunk stalls": arith.implies(
+                arith.any_of(call.requested == 0, stuck), r == 0
+            ),
+        },
         covers={"a stall": stuck},
     )
 

@@ -131,6 +131,14 @@ MUTANTS = {
             "spec_block(group)",
         ),
         _mutant(
+            "explicit-cadence-overwritten",
+            "align mode overwrites an explicit --mamba-block-size with the block size, as vLLM 0.33.0 does",
+            "config",
+            "resolve",
+            "overwrite = arith.all_of(c.align_mode, arith.negate(c.explicit_mamba_block_size))",
+            "overwrite = c.align_mode",
+        ),
+        _mutant(
             "kernel-min-for-max",
             "the kernel alignment the smaller of the kernel's smallest block and the current block",
             "config",
