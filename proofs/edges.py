@@ -55,6 +55,14 @@ def excluded(theorem, variant_name: str, variant) -> tuple[str, str] | None:
         record = recorded().get(theorem.name, {})
     except RecordError as error:
         return ERROR, str(error)
+    decided = {obligation.name for obligation in theorem.obligations}
+    for name, variants in record.items():
+        if name not in decided and variant_name in variants:
+            return VACUOUS, (
+                f"{name}: an obligation recorded for {variant_name} that the theorem no longer decides (a shape "
+                f"or case left out proves less); if it is meant, record the edges again ({RECORD_COMMAND} "
+                f"--theorem {theorem.name})"
+            )
     for obligation in theorem.obligations:
         points = record.get(obligation.name, {}).get(variant_name)
         if points is None:

@@ -2,6 +2,7 @@
 hypothesis narrowed in the catalogue makes the entry VACUOUS, naming the
 edge it excludes, and the record covers every obligation it must."""
 
+import dataclasses
 import subprocess
 import sys
 
@@ -69,6 +70,17 @@ def test_a_widened_hypothesis_still_proves():
     with applied(widened):
         entry = run_theorem(CATALOGUE["split-untouched-outside-prefill"], "baseline", PROVED)
     assert entry.verdict == PROVED and entry.ok  # a wider domain holds every recorded edge
+
+
+def test_a_shape_left_out_of_a_theorem_is_vacuous():
+    # A theorem that no longer decides a recorded obligation (a group shape dropped from its list) proves less.
+    theorem = CATALOGUE["groups-published-on-target-boundaries"]
+    fewer = dataclasses.replace(theorem, obligations=theorem.obligations[1:])
+    with in_effect("pr457-guarded") as variant:
+        assert edges.excluded(theorem, "pr457-guarded", variant) is None
+        verdict, reason = edges.excluded(fewer, "pr457-guarded", variant)
+    assert verdict == VACUOUS
+    assert reason.startswith(f"{theorem.obligations[0].name}: an obligation recorded for pr457-guarded")
 
 
 def test_a_missing_or_stale_record_is_an_error_naming_what_to_run(monkeypatch):
