@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from models.variants import Variant
+from proofs.records import Record, RecordError
 from proofs.solver import ERROR, PROVED, REFUTED, VACUOUS
 
 Case = dict[str, object]  # a case's concrete inputs, by name (JSON values)
@@ -38,6 +39,7 @@ class Verdict:
 
     failure: str | None = None
     exercised: bool = True
+    reached: frozenset[str] = frozenset()  # the kinds of check the case made (a probe's kind, an input's)
 
 
 @dataclass(frozen=True)
@@ -56,11 +58,13 @@ class Decision:
     cases: int = 0
     exercised: int = 0
     seconds: float = 0.0
+    reached: frozenset[str] = frozenset()
 
 
 def decide_enumeration(enumeration: Enumeration, variant: Variant) -> Decision:
     started = time.perf_counter()
     cases = exercised = 0
+    reached: set[str] = set()
     for case in enumeration.cases(variant):
         cases += 1
         answer = _answer(enumeration, variant, case)
@@ -71,11 +75,91 @@ def decide_enumeration(enumeration: Enumeration, variant: Variant) -> Decision:
                 return Decision(ERROR, reason, case, cases, exercised, time.perf_counter() - started)
             return Decision(REFUTED, answer.failure, case, cases, exercised, time.perf_counter() - started)
         exercised += answer.exercised
+        reached |= answer.reached
     seconds = time.perf_counter() - started
     if cases == 0 or exercised == 0:
         what = enumeration.exercised or "a case"
         return Decision(VACUOUS, f"no case of the domain ({cases} cases) reached {what}", None, cases, 0, seconds)
-    return Decision(PROVED, "", None, cases, exercised, seconds)
+    return Decision(PROVED, "", None, cases, exercised, seconds, frozenset(reached))
+
+
+# --- the recorded size of each domain ----------------------------------------
+#
+# A domain cut down (a probe offset, an output-token count or a kind of
+# published positions left out of a list) proves less and still proves, and
+# its statement, built from the same lists, still reads true. So the number
+# of cases and the kinds of check each domain reached are recorded from
+# outside the catalogue's code (proofs/recorded/enumerated-domains.json) and
+# a PROVED entry that decides fewer cases or reaches fewer kinds is VACUOUS.
+
+DOMAINS = Record(
+    Path(__file__).parent / "recorded" / "enumerated-domains.json",
+    "python3 -m proofs.enumerated --write",
+    "enumerated domain sizes",
+)
+
+
+def domain_size(decision: Decision) -> dict:
+    return {"cases": decision.cases, "reached": sorted(decision.reached)}
+
+
+def smaller_than_recorded(theorem_name: str, variant_name: str, decision: Decision) -> tuple[str, str] | None:
+    """(VACUOUS, why) when a PROVED decision covers fewer cases or kinds of check than recorded, (ERROR,
+    why) when nothing is recorded for it; None when it covers at least the record."""
+    try:
+        recorded = DOMAINS.theorems().get(theorem_name, {}).get(variant_name)
+    except RecordError as error:
+        return ERROR, str(error)
+    again = f"{DOMAINS.command} --theorem {theorem_name}"
+    if recorded is None:
+        return ERROR, f"no recorded domain size for {variant_name}; record it: {again}"
+    if decision.cases < recorded["cases"]:
+        return VACUOUS, (
+            f"{decision.cases} cases decided, {recorded['cases']} recorded: a smaller domain proves less; if it "
+            f"is meant, record it again ({again})"
+        )
+    missing = sorted(set(recorded["reached"]) - decision.reached)
+    if missing:
+        return VACUOUS, (
+            f"no case reached {', '.join(missing)}, as recorded: a check left out proves less; if it is meant, "
+            f"record it again ({again})"
+        )
+    return None
+
+
+def _record_domains(theorems: list[str] | None) -> dict:
+    from proofs.catalog import CATALOGUE
+    from proofs.mutation.handwritten import in_effect
+    from proofs.runner import load_manifest
+
+    try:
+        found = dict(DOMAINS.theorems())
+    except RecordError:
+        found = {}
+    manifest = load_manifest()
+    for name, theorem in CATALOGUE.items():
+        if theorem.enumeration is None or (theorems is not None and name not in theorems):
+            continue
+        found[name] = {}
+        for variant_name, verdict in manifest[name].expected.items():
+            if verdict != PROVED or variant_name.startswith("mutant:"):
+                continue
+            with in_effect(variant_name) as variant:
+                decision = decide_enumeration(theorem.enumeration, variant)
+            if decision.verdict != PROVED:
+                raise RecordError(f"{name} / {variant_name}: {decision.verdict}, not PROVED: {decision.reason}")
+            found[name][variant_name] = domain_size(decision)
+            print(f"{name} / {variant_name}: {decision.cases} cases, {len(decision.reached)} kinds", file=sys.stderr)
+    return {name: found[name] for name in CATALOGUE if name in found}
+
+
+def main(argv: list[str] | None = None) -> int:
+    return DOMAINS.main(
+        argv,
+        "python3 -m proofs.enumerated",
+        "Record the number of cases and the kinds of check of every enumerated theorem's domain.",
+        rebuild=_record_domains,
+    )
 
 
 def _answer(enumeration: Enumeration, variant: Variant, case: Case) -> Verdict:
@@ -171,3 +255,7 @@ def write_certificates(entries, directory: Path) -> list[Path]:
         (directory / f"{stem}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
         written += [directory / f"{stem}.json", directory / f"{stem}.txt"]
     return written
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -60,8 +60,11 @@ class Record:
         kept = {name: current[name] for name in current if theorems is not None and name not in theorems}
         return {name: found.get(name, kept.get(name)) for name in CATALOGUE if name in found or name in kept}
 
-    def main(self, argv: list[str] | None, prog: str, description: str, find: Callable) -> int:
-        """The command that writes the record: `--write [--theorem NAME ...]`."""
+    def main(
+        self, argv: list[str] | None, prog: str, description: str, find: Callable | None = None, rebuild=None
+    ) -> int:
+        """The command that writes the record: `--write [--theorem NAME ...]`; the record is
+        `rebuilt(find, ...)`, or `rebuild(theorems)` for a record not kept per obligation."""
         import argparse
 
         parser = argparse.ArgumentParser(prog=prog, description=description)
@@ -76,7 +79,10 @@ class Record:
         if unknown:
             parser.error(f"--theorem: unknown theorem {unknown[0]!r}")
         try:
-            self.write(self.rebuilt(find, args.theorem, lambda line: print(line, file=sys.stderr, flush=True)))
+            if rebuild is not None:
+                self.write(rebuild(args.theorem))
+            else:
+                self.write(self.rebuilt(find, args.theorem, lambda line: print(line, file=sys.stderr, flush=True)))
         except GridproofError as error:
             print(f"error: {error}", file=sys.stderr)
             return 1

@@ -20,7 +20,7 @@ from models.variants import VARIANTS
 from proofs import edges, needed
 from proofs.catalog import CATALOGUE, Obligation, Theorem
 from proofs.claims import UnknownConjunct, conjunct_alone, replay
-from proofs.enumerated import claim_text, decide_enumeration
+from proofs.enumerated import DOMAINS, claim_text, decide_enumeration, smaller_than_recorded
 from proofs.mutation.handwritten import MUTANTS, in_effect, resolve
 from proofs.mutation.patch import PatchError
 from proofs.solver import (
@@ -254,6 +254,10 @@ def _run_enumerated(
     theorem: Theorem, variant, variant_name: str, expected: str, run: SolverOptions, tier: str
 ) -> Entry:
     decision = decide_enumeration(theorem.enumeration, variant)
+    if decision.verdict == PROVED and not variant_name.startswith("mutant:"):
+        smaller = smaller_than_recorded(theorem.name, variant_name, decision)
+        if smaller is not None:
+            decision.verdict, decision.reason = smaller
     return Entry(
         theorem=theorem.name,
         variant=variant_name,
@@ -272,6 +276,7 @@ def _run_enumerated(
             "domain": theorem.enumeration.domain,
             "cases": decision.cases,
             "exercised": decision.exercised,
+            "reached": sorted(decision.reached),
         },
     )
 
@@ -535,11 +540,11 @@ def theorem_location(theorem: Theorem) -> str:
 
 def model_sources_hash() -> str:
     """sha256 over the model, catalogue and solver sources, the manifest, the
-    recorded domain edges and needed hypotheses: what a verdict rests on."""
+    recorded domain edges, needed hypotheses and enumerated domain sizes: what a verdict rests on."""
     root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
     sources = [*root.glob("models/**/*.py"), *root.glob("proofs/catalog/*.py"), root / "proofs/solver.py"]
-    files = sorted([*sources, MANIFEST, edges.RECORD, needed.RECORD])
+    files = sorted([*sources, MANIFEST, edges.RECORD, needed.RECORD, DOMAINS.path])
     for path in files:
         digest.update(path.relative_to(root).as_posix().encode())
         # A record not written yet (its command is writing it) counts as empty.

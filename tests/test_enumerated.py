@@ -3,14 +3,25 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import subprocess
+import sys
 
 from models.variants import VARIANTS
 from proofs.catalog import CATALOGUE
 from proofs.catalog.loops import SMALL
 from proofs.cli import main
-from proofs.enumerated import Enumeration, Verdict, decide_enumeration, live_code_digest
+from proofs.enumerated import (
+    DOMAINS,
+    Enumeration,
+    Verdict,
+    decide_enumeration,
+    live_code_digest,
+    smaller_than_recorded,
+)
 from proofs.mutation.handwritten import MUTANTS, in_effect
+from proofs.mutation.patch import Patch, applied
 from proofs.runner import claim_texts, run_theorem
 from proofs.solver import ERROR, PROVED, REFUTED, VACUOUS
 
@@ -118,3 +129,41 @@ def test_the_claim_text_follows_the_catalogue_check_as_well_as_the_engine(monkey
     # A check function changed alone (its code, not the engine's): another key.
     monkeypatch.setattr(theorem.enumeration.check, "__code__", (lambda variant, case: None).__code__)
     assert claim_texts(theorem, "pr457-guarded") != before
+
+
+def test_a_domain_smaller_than_recorded_is_vacuous(monkeypatch):
+    theorem = CATALOGUE["restore-searches-largest"]
+    with in_effect("baseline") as variant:
+        whole = decide_enumeration(theorem.enumeration, variant)
+    assert whole.verdict == PROVED and smaller_than_recorded(theorem.name, "baseline", whole) is None
+    assert "published as given" in whole.reached and "cached the probe -1" in whole.reached
+
+    fewer_cases = dataclasses.replace(whole, cases=whole.cases - 1)
+    verdict, reason = smaller_than_recorded(theorem.name, "baseline", fewer_cases)
+    assert verdict == VACUOUS and f"{whole.cases - 1} cases decided, {whole.cases} recorded" in reason
+
+    one_kind_less = dataclasses.replace(whole, reached=whole.reached - {"cached the probe -1"})
+    verdict, reason = smaller_than_recorded(theorem.name, "baseline", one_kind_less)
+    assert verdict == VACUOUS and "no case reached cached the probe -1, as recorded" in reason
+
+    record = DOMAINS.theorems()
+    monkeypatch.setattr(DOMAINS, "theorems", lambda: {k: v for k, v in record.items() if k != theorem.name})
+    verdict, reason = smaller_than_recorded(theorem.name, "baseline", whole)
+    assert verdict == ERROR and f"{DOMAINS.command} --theorem {theorem.name}" in reason
+
+
+def test_a_probe_kind_left_out_of_the_restore_search_fails_prove():
+    # The cached counts one below k widths above the probe dropped: the statement, built from the same code,
+    # would still read true, and the run still proves; only the recorded kinds notice.
+    dropped = Patch("proofs.catalog.loops", "_probe_counts", "for e in (-1, 0):", "for e in (0,):")
+    with applied(dropped):
+        entry = run_theorem(CATALOGUE["restore-searches-largest"], "baseline", PROVED)
+    assert entry.verdict == VACUOUS and not entry.ok
+    assert "no case reached cached 1 widths above the probe -1" in entry.reason
+
+
+def test_the_domain_record_command_refuses_bad_arguments():
+    out = subprocess.run(
+        [sys.executable, "-m", "proofs.enumerated", "--write", "--theorem", "nope"], capture_output=True, text=True
+    )
+    assert out.returncode == 2 and "unknown theorem 'nope'" in out.stderr and "Traceback" not in out.stderr

@@ -81,7 +81,9 @@ def test_cvc5_never_disagrees_and_a_flipped_answer_is_caught(ci_tier):
     assert report["counts"][DISAGREES] == 0
     assert report["counts"][AGREES] >= 40
     # The same entries with one proof's answer recorded the wrong way round.
-    entry = next(e for e in ci_tier if e.verdict == "PROVED" and answer_cvc5(_first(e).text, 100_000) == "unsat")
+    entry = next(
+        e for e in ci_tier if e.verdict == "PROVED" and e.queries and answer_cvc5(_first(e).text, 100_000) == "unsat"
+    )
     obligation, queries = next(iter(entry.queries.items()))
     flipped = dataclasses.replace(entry, queries={obligation: [dataclasses.replace(queries[0], answer="sat")]})
     report = confirm([flipped], rlimit=100_000)

@@ -438,10 +438,25 @@ def _probe_counts(probe: int, widths, lookahead: int, tokens: int):
     new the request's tokens and cached one below, at and one above the probe, or one below and at one
     and two widths above it; or cached the request's tokens and new at the probe, one above it, lookahead
     and one more above it."""
-    offsets = {-1, 0, 1, *(k * w + e for w in widths for k in (1, 2) for e in (-1, 0))}
-    cached = sorted({max(0, probe + d) for d in offsets})
-    new = sorted({probe, probe + 1, probe + lookahead, probe + lookahead + 1})
-    return [(c, tokens) for c in cached] + [(tokens, n) for n in new]
+    counts: dict[tuple[int, int], set[str]] = {}
+
+    def count(cached: int, new: int, kind: str) -> None:
+        counts.setdefault((cached, new), set()).add(kind)
+
+    for d in (-1, 0, 1):
+        count(max(0, probe + d), tokens, f"cached the probe {d:+d}")
+    for w in widths:
+        for k in (1, 2):
+            for e in (-1, 0):
+                count(max(0, probe + k * w + e), tokens, f"cached {k} widths above the probe {e:+d}")
+    for n, kind in (
+        (probe, "+0"),
+        (probe + 1, "+1"),
+        (probe + lookahead, "+lookahead"),
+        (probe + lookahead + 1, "+lookahead+1"),
+    ):
+        count(tokens, n, f"new the probe {kind}")
+    return [(cached, new, frozenset(kinds)) for (cached, new), kinds in sorted(counts.items())]
 
 
 def restores_take_the_largest(variant: Variant, case: Case) -> Verdict:
@@ -463,8 +478,10 @@ def restores_take_the_largest(variant: Variant, case: Case) -> Verdict:
     probes = sorted({*every[-2:], *every[len(every) // 2 : len(every) // 2 + 1]})
     downwards = every[::-1]
     hits = 0
+    reached: set[str] = set()
     for probe in probes:
-        for cached, new in _probe_counts(probe, widths, p.lookahead, tokens):
+        for cached, new, kinds in _probe_counts(probe, widths, p.lookahead, tokens):
+            reached |= kinds
             gpu = next(
                 (q for q in downwards if gpu_restorable(q, True, spans, eagle, p.eagle_drop, p.lookahead, cached, new)),
                 0,
@@ -477,7 +494,8 @@ def restores_take_the_largest(variant: Variant, case: Case) -> Verdict:
                 ),
                 0,
             )
-            for given in (published, Positions.of(every)):
+            for given, kind in ((published, "published as given"), (Positions.of(every), "published one by one")):
+                reached.add(kind)
                 got = (
                     gpu_restore(given, spans, eagle, p.eagle_drop, p.lookahead, cached, new),
                     offload_restore(given, the_plan.cadence, spans, eagle, blocks, cached, new),
@@ -488,7 +506,7 @@ def restores_take_the_largest(variant: Variant, case: Case) -> Verdict:
                         f"the largest accepted {(gpu, offload)}"
                     )
             hits += gpu > 0 and offload > 0
-    return Verdict(exercised=hits > 0 and not published.is_explicit)
+    return Verdict(exercised=hits > 0 and not published.is_explicit, reached=frozenset(reached))
 
 
 SMALL_NAMES = ", ".join(SMALL)

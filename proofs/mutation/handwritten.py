@@ -171,6 +171,14 @@ MUTANTS = {
             "while computed <= prefill_end(prompt, tokens)",
         ),
         _mutant(
+            "chunk-column-of-start",
+            "run_prefill records each chunk's state column as that of its start, not of its end",
+            "prefill",
+            "run_prefill",
+            "s.published, state_column(s.end, plan.cadence))",
+            "s.published, state_column(computed, plan.cadence))",
+        ),
+        _mutant(
             "repeat-up-to-the-end",
             "a condensed prefill repeats its pattern up to the request's end, not within the prompt",
             "prefill",
