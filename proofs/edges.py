@@ -2,8 +2,9 @@
 
 A theorem proved under narrower hypotheses proves less, and still proves:
 `x >= 1` narrowed to `x >= 2`, `end <= tokens` to `end < tokens`, or
-`x >= 0` to `x == 0`, leaves the entry PROVED as the manifest expects. So the domain of every obligation
-a variant is expected to prove is pinned from outside the catalogue's code:
+`x >= 0` to `x == 0`, leaves the entry PROVED as the manifest expects. So
+the domain of every obligation a variant is expected to prove is pinned
+from outside the catalogue's code:
 `python3 -m proofs.edges --write` finds, for every comparison its hypotheses
 make (and every Bool input, both ways), an input at which the comparison is
 tight (its two sides equal, or one apart for a strict one), and one at
@@ -104,8 +105,9 @@ def _hypotheses_false(formula, variant, inputs: dict) -> str:
 def edges_of(obligation, variant) -> list[dict]:
     """Inputs at the edges of the obligation's domain, each checked on the
     concrete model: for every comparison in its hypotheses, one at which it
-    is tight and one at which it holds by one more, and for every Bool input, one where it holds and one where it
-    does not, as far as the hypotheses admit; an input found for one edge
+    is tight and one at which it holds by one more, and for every Bool
+    input, one where it holds and one where it does not, as far as the
+    hypotheses admit; an input found for one edge
     that is at others too stands for them. In the order the edges are met."""
     context = z3.Context()
     encoding = encode(obligation.formula, obligation.variables, variant, context, rlimit=10**12)
