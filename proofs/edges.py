@@ -25,6 +25,7 @@ from pathlib import Path
 
 import z3
 
+from proofs import minimisation
 from proofs.claims import Kind, hypotheses_false
 from proofs.records import Record, RecordError
 from proofs.solver import ERROR, VACUOUS, encode
@@ -163,16 +164,20 @@ def _comparisons(term: z3.ExprRef, seen: set[int]) -> Iterator[z3.ExprRef]:
         stack.extend(reversed(node.children()))
 
 
+def small_inputs(encoding) -> list[z3.BoolRef]:
+    """Every Int input of `encoding` within [-SMALL, SMALL]: where a recorded input is sought first."""
+    return minimisation.pinned(encoding.ints, (-SMALL, SMALL))
+
+
 def _search(encoding, obligation, variant, tight: z3.BoolRef, others) -> tuple[dict, z3.ModelRef] | None:
     """A model of the hypotheses at the edge `tight`, and at as many of the
     `others` as it can be at too (so that fewer inputs are recorded), whose
     inputs the concrete model admits: small inputs first."""
-    ints = [encoding.inputs[v.name] for v in encoding.free if v.kind is Kind.INT]
     for bounded in (True, False):
         solver = encoding.solver(tracked=False, limit=SEARCH_RLIMIT, lemmas=False)
         solver.add(tight)
         if bounded:
-            solver.add(*(z3.And(-SMALL <= i, i <= SMALL) for i in ints))
+            solver.add(*small_inputs(encoding))
         if solver.check() != z3.sat:
             continue
         solver.set("rlimit", JOIN_RLIMIT)
@@ -205,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         argv,
         "python3 -m proofs.edges",
         __doc__.split("\n\n")[0],
-        lambda obligation, variant, _: edges_of(obligation, variant),
+        RECORDED.per_obligation(lambda obligation, variant, _: edges_of(obligation, variant)),
     )
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from models.variants import Variant
-from proofs.records import Record, RecordError
+from proofs.records import Record, RecordError, proved_variants
 from proofs.solver import ERROR, PROVED, REFUTED, VACUOUS
 
 Case = dict[str, object]  # a case's concrete inputs, by name (JSON values)
@@ -141,9 +141,7 @@ def _record_domains(theorems: list[str] | None) -> dict:
         if theorem.enumeration is None or (theorems is not None and name not in theorems):
             continue
         found[name] = {}
-        for variant_name, verdict in manifest[name].expected.items():
-            if verdict != PROVED or variant_name.startswith("mutant:"):
-                continue
+        for variant_name in proved_variants(manifest[name]):
             with in_effect(variant_name) as variant:
                 decision = decide_enumeration(theorem.enumeration, variant)
             if decision.verdict != PROVED:
@@ -158,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         argv,
         "python3 -m proofs.enumerated",
         "Record the number of cases and the kinds of check of every enumerated theorem's domain.",
-        rebuild=_record_domains,
+        _record_domains,
     )
 
 

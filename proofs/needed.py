@@ -25,7 +25,8 @@ from pathlib import Path
 
 import z3
 
-from proofs.claims import Kind, replay
+from proofs.claims import replay
+from proofs.edges import small_inputs
 from proofs.records import Record, RecordError
 from proofs.solver import ERROR, PROVED, REFUTED, VACUOUS, SolverOptions, encode
 
@@ -33,7 +34,6 @@ RECORD = Path(__file__).parent / "recorded" / "hypotheses-needed.json"
 RECORD_COMMAND = "python3 -m proofs.needed --write"
 RECORDED = Record(RECORD, RECORD_COMMAND, "needed hypotheses")
 SEARCH_RLIMIT = 5_000_000  # per witness; a hypothesis without a witness found within it is not recorded
-SMALL = 64  # a witness is sought with every input within [-SMALL, SMALL] first, so it reads small
 REPLAY_RETRIES = 8  # models excluded after one the concrete model refutes
 
 
@@ -129,7 +129,7 @@ def _witnesses(obligation, variant, name: str, values: dict, drop) -> bool:
 def _defined_witness(obligation, variant, name: str, used: set[str]) -> dict | None:
     """An input where `name` is false, the other hypotheses in `used` hold,
     the model divides by no zero and the goal fails, replayed; small inputs
-    first. A model the concrete reading refutes (a symbolic lcm's slack) is
+    first (edges.small_inputs). A model the concrete reading refutes (a symbolic lcm's slack) is
     excluded and another sought, a few times."""
     encoding = encode(obligation.formula, obligation.variables, variant, z3.Context(), rlimit=SEARCH_RLIMIT)
     goal = encoding.claim.goal
@@ -137,12 +137,11 @@ def _defined_witness(obligation, variant, name: str, used: set[str]) -> dict | N
         return None
     stated = set(encoding.hypotheses)
     drop = frozenset(stated - (used - {name}))
-    ints = [encoding.inputs[v.name] for v in encoding.free if v.kind is Kind.INT]
     for bounded in (True, False):
         solver = encoding.solver(tracked=False, limit=SEARCH_RLIMIT // 4, only=used - {name}, lemmas=False)
         solver.add(z3.Not(encoding.hypotheses[name]), *encoding.context.obligations, z3.Not(goal))
         if bounded:
-            solver.add(*(z3.And(-SMALL <= i, i <= SMALL) for i in ints))
+            solver.add(*small_inputs(encoding))
         for _ in range(REPLAY_RETRIES):
             if solver.check() != z3.sat:
                 break
@@ -150,7 +149,7 @@ def _defined_witness(obligation, variant, name: str, used: set[str]) -> dict | N
             values = encoding.values(model)
             if _witnesses(obligation, variant, name, values, drop):
                 return values
-            solver.add(z3.Or(*(i != model.eval(i, model_completion=True) for i in ints)))
+            solver.add(z3.Or(*(i != model.eval(i, model_completion=True) for i in encoding.ints)))
     return None
 
 
@@ -159,7 +158,9 @@ def main(argv: list[str] | None = None) -> int:
         argv,
         "python3 -m proofs.needed",
         __doc__.split("\n\n")[0],
-        lambda obligation, variant, expectation: witnesses_of(obligation, variant, expectation.rlimit),
+        RECORDED.per_obligation(
+            lambda obligation, variant, expectation: witnesses_of(obligation, variant, expectation.rlimit)
+        ),
     )
 
 

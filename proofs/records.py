@@ -60,11 +60,12 @@ class Record:
         kept = {name: current[name] for name in current if theorems is not None and name not in theorems}
         return {name: found.get(name, kept.get(name)) for name in CATALOGUE if name in found or name in kept}
 
-    def main(
-        self, argv: list[str] | None, prog: str, description: str, find: Callable | None = None, rebuild=None
-    ) -> int:
-        """The command that writes the record: `--write [--theorem NAME ...]`; the record is
-        `rebuilt(find, ...)`, or `rebuild(theorems)` for a record not kept per obligation."""
+    def per_obligation(self, find: Callable) -> Callable:
+        """What `main` writes of a record kept per obligation: `rebuilt(find, ...)`, each item found told."""
+        return lambda theorems: self.rebuilt(find, theorems, lambda line: print(line, file=sys.stderr, flush=True))
+
+    def main(self, argv: list[str] | None, prog: str, description: str, rebuild: Callable) -> int:
+        """The command that writes the record, `rebuild(theorems)`: `--write [--theorem NAME ...]`."""
         import argparse
 
         parser = argparse.ArgumentParser(prog=prog, description=description)
@@ -79,10 +80,7 @@ class Record:
         if unknown:
             parser.error(f"--theorem: unknown theorem {unknown[0]!r}")
         try:
-            if rebuild is not None:
-                self.write(rebuild(args.theorem))
-            else:
-                self.write(self.rebuilt(find, args.theorem, lambda line: print(line, file=sys.stderr, flush=True)))
+            self.write(rebuild(args.theorem))
         except GridproofError as error:
             print(f"error: {error}", file=sys.stderr)
             return 1
@@ -118,14 +116,18 @@ def proved_obligations() -> Iterator[tuple]:
     mutant) the manifest expects to prove it: what each record covers."""
     from proofs.catalog import CATALOGUE
     from proofs.runner import load_manifest
-    from proofs.solver import PROVED
 
     manifest = load_manifest()
     for name, theorem in CATALOGUE.items():
         if theorem.enumeration is not None or name not in manifest:
             continue
-        expected = manifest[name].expected
-        proved = [v for v, verdict in expected.items() if verdict == PROVED and not v.startswith("mutant:")]
         for obligation in theorem.obligations:
-            for variant_name in proved:
+            for variant_name in proved_variants(manifest[name]):
                 yield name, obligation, variant_name, manifest[name]
+
+
+def proved_variants(expectation) -> list[str]:
+    """The variants (no hand mutant) a theorem's manifest entry expects to prove it."""
+    from proofs.solver import PROVED
+
+    return [v for v, verdict in expectation.expected.items() if verdict == PROVED and not v.startswith("mutant:")]

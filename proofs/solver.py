@@ -255,6 +255,7 @@ class _Encoding:
         self.free = [v for v in problem.variables if v.name not in fixed]
         self.inputs = {**symbolic_inputs(self.free, problem.context), **fixed}
         self.sizes = [self.inputs[v.name] for v in self.free if v.size]  # the size inputs left symbolic
+        self.ints = [self.inputs[v.name] for v in self.free if v.kind is Kind.INT]  # every Int input left symbolic
         with arith.symbolic_context(naive=problem.options.naive, total_lcm=total_lcm) as context:
             self.claim = problem.formula(problem.variant, dict(self.inputs))
         unknown = problem.drop - set(self.claim.hypotheses)
