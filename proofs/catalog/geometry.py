@@ -89,8 +89,9 @@ def _tables():
 
 
 def _edit(table: str, key: str, value: object, refused: str | None) -> Case:
-    """One edit of BASE: `key` of `table` set to `value` (ABSENT: removed); `refused` names the field or
-    table the refusal must name, None when the edit is accepted."""
+    """One edit of BASE: `key` of `table` set to `value` (ABSENT: removed), or for table "groups" every
+    group of kind `key` removed; `refused` names the field or table the refusal must name, None when the
+    edit is accepted."""
     return {"table": table, "field": key, "value": value, "refused": refused}
 
 
@@ -114,9 +115,9 @@ def _cases(_variant: Variant):
         if kind == "group":
             yield _edit(table, "kind", "attention", named.format("kind"))
     for kind in ("target-attention", "recurrent"):
-        yield _edit("groups", f"every {kind} group", ABSENT, "groups")
-    yield _edit("groups", "every draft-attention group", ABSENT, None)
-    yield _edit("groups", "every group", ABSENT, "groups")
+        yield _edit("groups", kind, ABSENT, "groups")
+    yield _edit("groups", "draft-attention", ABSENT, None)
+    yield _edit("", "groups", [], "groups")
     for not_a_list in ({"kind": "recurrent", "block_size": 16}, "recurrent"):
         yield _edit("", "groups", not_a_list, "groups")
     for section in ("deployment", "groups", "request"):
@@ -142,9 +143,8 @@ def _every_field(kind: str) -> tuple[str, ...]:
 def _edited(case: Case) -> dict:
     data = copy.deepcopy(BASE)
     table, key, value = case["table"], case["field"], case["value"]
-    if table == "groups":
-        kind = key.removeprefix("every ").removesuffix(" group")
-        data["groups"] = [g for g in data["groups"] if kind != "group" and g["kind"] != kind]
+    if table == "groups":  # every group of the kind `key` removed
+        data["groups"] = [g for g in data["groups"] if g["kind"] != key]
         return data
     holder = data
     if table.startswith("groups["):
