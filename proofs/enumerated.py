@@ -20,8 +20,9 @@ import json
 import marshal
 import sys
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from models.variants import Variant
@@ -35,11 +36,40 @@ Case = dict[str, object]  # a case's concrete inputs, by name (JSON values)
 class Verdict:
     """A case's answer: `failure` None when the property holds there;
     `exercised` when the case reached what the property is about (a
-    condensed trace, say), so that a domain that never does is VACUOUS."""
+    condensed trace, say), so that a domain that never does is VACUOUS;
+    `checks`, how many times the case made each named check (`Checks`)."""
 
     failure: str | None = None
     exercised: bool = True
-    reached: frozenset[str] = frozenset()  # the kinds of check the case made (a probe's kind, an input's)
+    checks: Mapping[str, int] = field(default_factory=dict)
+
+
+class Checks:
+    """The named checks one case makes, each counted where it is made. A
+    check left out of a case function, or made on fewer values (a probe
+    dropped, a field no longer compared), still proves and proves less; the
+    counts over the domain are recorded (DOMAINS) and a PROVED decision
+    that made any check fewer times is VACUOUS."""
+
+    def __init__(self) -> None:
+        self.made: Counter[str] = Counter()
+
+    def differ(self, name: str, got, wanted) -> bool:
+        """Check `name`: whether `got` differs from `wanted`."""
+        self.made[name] += 1
+        return got != wanted
+
+    def fails(self, name: str, holds) -> bool:
+        """Check `name`: whether the condition it states is false."""
+        self.made[name] += 1
+        return not holds
+
+    def note(self, name: str) -> None:
+        """A kind of input the case's checks were made on (a probe's kind), counted like a check."""
+        self.made[name] += 1
+
+    def verdict(self, failure: str | None = None, exercised: bool = True) -> Verdict:
+        return Verdict(failure, exercised, dict(self.made))
 
 
 @dataclass(frozen=True)
@@ -58,13 +88,13 @@ class Decision:
     cases: int = 0
     exercised: int = 0
     seconds: float = 0.0
-    reached: frozenset[str] = frozenset()
+    checks: Mapping[str, int] = field(default_factory=dict)  # named check -> times made over the domain
 
 
 def decide_enumeration(enumeration: Enumeration, variant: Variant) -> Decision:
     started = time.perf_counter()
     cases = exercised = 0
-    reached: set[str] = set()
+    checks: Counter[str] = Counter()
     for case in enumeration.cases(variant):
         cases += 1
         answer = _answer(enumeration, variant, case)
@@ -75,22 +105,24 @@ def decide_enumeration(enumeration: Enumeration, variant: Variant) -> Decision:
                 return Decision(ERROR, reason, case, cases, exercised, time.perf_counter() - started)
             return Decision(REFUTED, answer.failure, case, cases, exercised, time.perf_counter() - started)
         exercised += answer.exercised
-        reached |= answer.reached
+        checks.update(answer.checks)
     seconds = time.perf_counter() - started
     if cases == 0 or exercised == 0:
         what = enumeration.exercised or "a case"
         return Decision(VACUOUS, f"no case of the domain ({cases} cases) reached {what}", None, cases, 0, seconds)
-    return Decision(PROVED, "", None, cases, exercised, seconds, frozenset(reached))
+    return Decision(PROVED, "", None, cases, exercised, seconds, dict(sorted(checks.items())))
 
 
 # --- the recorded size of each domain ----------------------------------------
 #
 # A domain cut down (a probe offset, an output-token count or a kind of
 # published positions left out of a list) proves less and still proves, and
-# its statement, built from the same lists, still reads true. So the number
-# of cases and the kinds of check each domain reached are recorded from
-# outside the catalogue's code (proofs/recorded/enumerated-domains.json) and
-# a PROVED entry that decides fewer cases or reaches fewer kinds is VACUOUS.
+# its statement, built from the same lists, still reads true; so does a
+# check left out of a case function, or a field it no longer compares. So
+# the number of cases and how many times each named check was made are
+# recorded from outside the catalogue's code
+# (proofs/recorded/enumerated-domains.json), and a PROVED entry that decides
+# fewer cases or makes any check fewer times is VACUOUS.
 
 DOMAINS = Record(
     Path(__file__).parent / "recorded" / "enumerated-domains.json",
@@ -100,12 +132,12 @@ DOMAINS = Record(
 
 
 def domain_size(decision: Decision) -> dict:
-    return {"cases": decision.cases, "reached": sorted(decision.reached)}
+    return {"cases": decision.cases, "checks": dict(decision.checks)}
 
 
 def smaller_than_recorded(theorem_name: str, variant_name: str, decision: Decision) -> tuple[str, str] | None:
-    """(VACUOUS, why) when a PROVED decision covers fewer cases or kinds of check than recorded, (ERROR,
-    why) when nothing is recorded for it; None when it covers at least the record."""
+    """(VACUOUS, why) when a PROVED decision covers fewer cases than recorded or makes a named check
+    fewer times, (ERROR, why) when nothing is recorded for it; None when it covers at least the record."""
     try:
         recorded = DOMAINS.theorems().get(theorem_name, {}).get(variant_name)
     except RecordError as error:
@@ -118,11 +150,15 @@ def smaller_than_recorded(theorem_name: str, variant_name: str, decision: Decisi
             f"{decision.cases} cases decided, {recorded['cases']} recorded: a smaller domain proves less; if it "
             f"is meant, record it again ({again})"
         )
-    missing = sorted(set(recorded["reached"]) - decision.reached)
-    if missing:
+    fewer = [
+        f"{name!r} {decision.checks.get(name, 0):,} times, recorded {times:,}"
+        for name, times in recorded["checks"].items()
+        if decision.checks.get(name, 0) < times
+    ]
+    if fewer:
         return VACUOUS, (
-            f"no case reached {', '.join(missing)}, as recorded: a check left out proves less; if it is meant, "
-            f"record it again ({again})"
+            f"checks made fewer times than recorded: {'; '.join(fewer)}: a check left out, or made on fewer "
+            f"values, proves less; if it is meant, record it again ({again})"
         )
     return None
 
@@ -147,7 +183,12 @@ def _record_domains(theorems: list[str] | None) -> dict:
             if decision.verdict != PROVED:
                 raise RecordError(f"{name} / {variant_name}: {decision.verdict}, not PROVED: {decision.reason}")
             found[name][variant_name] = domain_size(decision)
-            print(f"{name} / {variant_name}: {decision.cases} cases, {len(decision.reached)} kinds", file=sys.stderr)
+            made = sum(decision.checks.values())
+            print(
+                f"{name} / {variant_name}: {decision.cases} cases, {len(decision.checks)} named checks made "
+                f"{made:,} times",
+                file=sys.stderr,
+            )
     return {name: found[name] for name in CATALOGUE if name in found}
 
 
@@ -155,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     return DOMAINS.main(
         argv,
         "python3 -m proofs.enumerated",
-        "Record the number of cases and the kinds of check of every enumerated theorem's domain.",
+        "Record the number of cases of every enumerated theorem's domain and how many times it makes each check.",
         _record_domains,
     )
 
@@ -225,6 +266,7 @@ def certificate(entry) -> dict:
         "domain": entry.enumeration.get("domain", ""),
         "cases": entry.enumeration.get("cases", 0),
         "exercised": entry.enumeration.get("exercised", 0),
+        "checks": entry.enumeration.get("checks", {}),
         "counterexample": entry.counterexample,
         "reason": entry.reason,
         "rerun": entry.reproduce,
@@ -245,6 +287,7 @@ def write_certificates(entries, directory: Path) -> list[Path]:
             "decided by enumeration, not an SMT query: the engine model run on every case of the domain",
             f"domain: {data['domain']}",
             f"cases: {data['cases']} ({data['exercised']} reaching what the property is about)",
+            *(f"check {name!r} made {times:,} times" for name, times in data["checks"].items()),
         ]
         if entry.counterexample:
             lines.append("failing case: " + ", ".join(f"{k}={v}" for k, v in entry.counterexample.items()))

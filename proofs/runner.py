@@ -278,7 +278,7 @@ def _run_enumerated(
             "domain": theorem.enumeration.domain,
             "cases": decision.cases,
             "exercised": decision.exercised,
-            "reached": sorted(decision.reached),
+            "checks": dict(decision.checks),
         },
     )
 

@@ -8,6 +8,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from models.variants import VARIANTS
 from proofs.catalog import CATALOGUE
 from proofs.catalog.loops import SMALL
@@ -136,15 +138,25 @@ def test_a_domain_smaller_than_recorded_is_vacuous(monkeypatch):
     with in_effect("baseline") as variant:
         whole = decide_enumeration(theorem.enumeration, variant)
     assert whole.verdict == PROVED and smaller_than_recorded(theorem.name, "baseline", whole) is None
-    assert "published as given" in whole.reached and "cached the probe -1" in whole.reached
+    made = whole.checks
+    assert made["gpu_restore, published as given"] > 0 and made["probe: cached the probe -1"] > 0
 
     fewer_cases = dataclasses.replace(whole, cases=whole.cases - 1)
     verdict, reason = smaller_than_recorded(theorem.name, "baseline", fewer_cases)
     assert verdict == VACUOUS and f"{whole.cases - 1} cases decided, {whole.cases} recorded" in reason
 
-    one_kind_less = dataclasses.replace(whole, reached=whole.reached - {"cached the probe -1"})
+    one_kind_less = dataclasses.replace(
+        whole, checks={k: v for k, v in made.items() if k != "probe: cached the probe -1"}
+    )
     verdict, reason = smaller_than_recorded(theorem.name, "baseline", one_kind_less)
-    assert verdict == VACUOUS and "no case reached cached the probe -1, as recorded" in reason
+    assert verdict == VACUOUS and "'probe: cached the probe -1' 0 times, recorded" in reason
+
+    made_once_less = dataclasses.replace(whole, checks={**made, "offload_restore, published one by one": 1})
+    verdict, reason = smaller_than_recorded(theorem.name, "baseline", made_once_less)
+    assert verdict == VACUOUS and "'offload_restore, published one by one' 1 times, recorded" in reason
+
+    more = dataclasses.replace(whole, cases=whole.cases + 1, checks={**made, "a new check": 3})
+    assert smaller_than_recorded(theorem.name, "baseline", more) is None
 
     record = DOMAINS.theorems()
     monkeypatch.setattr(DOMAINS, "theorems", lambda: {k: v for k, v in record.items() if k != theorem.name})
@@ -154,12 +166,75 @@ def test_a_domain_smaller_than_recorded_is_vacuous(monkeypatch):
 
 def test_a_probe_kind_left_out_of_the_restore_search_fails_prove():
     # The cached counts one below k widths above the probe dropped: the statement, built from the same code,
-    # would still read true, and the run still proves; only the recorded kinds notice.
+    # would still read true, and the run still proves; only the recorded checks notice.
     dropped = Patch("proofs.catalog.loops", "_probe_counts", "for e in (-1, 0):", "for e in (0,):")
     with applied(dropped):
         entry = run_theorem(CATALOGUE["restore-searches-largest"], "baseline", PROVED)
     assert entry.verdict == VACUOUS and not entry.ok
-    assert "no case reached cached 1 widths above the probe -1" in entry.reason
+    assert "'probe: cached 1 widths above the probe -1' 0 times" in entry.reason
+
+
+# A check left out of a case function, or made on fewer values, still proves; the recorded counts notice.
+WEAKENED_CHECKS = {
+    "a field no longer compared": (
+        "prefill-run-is-step-chain",
+        Patch(
+            "proofs.catalog.loops",
+            "chain_of_steps",
+            """("requested", chunk.requested, step.requested),""",
+            "",
+        ),
+        "'requested' 0 times",
+    ),
+    "a refusal no longer tried": (
+        "prefill-run-bounds",
+        Patch("proofs.catalog.loops", "run_bounds", "for bad in ([0], [budgets[0], -1], []):", "for bad in ([0],):"),
+        "'a budget below 1, or none, refused'",
+    ),
+    "fewer probes": (
+        "restore-searches-largest",
+        Patch(
+            "proofs.catalog.loops",
+            "restores_take_the_largest",
+            "probes = sorted({*every[-2:], *every[len(every) // 2 : len(every) // 2 + 1]})",
+            "probes = sorted({*every[-1:]})",
+        ),
+        "'gpu_restore, published as given'",
+    ),
+    "the stall no longer compared": (
+        "prefill-condensed-is-explicit",
+        Patch(
+            "proofs.catalog.loops",
+            "condensed_spells_explicit",
+            """checks.differ("steps", fast.steps, len(slow.chunks)) or checks.differ(
+        "stalled_at", fast.stalled_at, slow.stalled_at
+    )""",
+            """checks.differ("steps", fast.steps, len(slow.chunks))""",
+        ),
+        "'stalled_at' 0 times",
+    ),
+    "the refusal's message unchecked": (
+        "geometry-refuses-unusable",
+        Patch(
+            "proofs.catalog.geometry",
+            "refuses_what_no_engine_can_use",
+            """if checks.fails("the refusal names the field", message.startswith(f"{refused}:")):""",
+            "if False:",
+        ),
+        "'the refusal names the field' 0 times",
+    ),
+}
+
+
+@pytest.mark.parametrize("weakening", sorted(WEAKENED_CHECKS))
+def test_a_check_left_out_of_an_enumerated_theorem_fails_prove(weakening):
+    theorem, patch, named = WEAKENED_CHECKS[weakening]
+    variant = "pr457-guarded"
+    assert run_theorem(CATALOGUE[theorem], variant, PROVED).verdict == PROVED
+    with applied(patch):
+        entry = run_theorem(CATALOGUE[theorem], variant, PROVED)
+    assert entry.verdict == VACUOUS and not entry.ok, entry.reason
+    assert named in entry.reason and "fewer times than recorded" in entry.reason
 
 
 def test_the_domain_record_command_refuses_bad_arguments():

@@ -17,7 +17,7 @@ from dataclasses import fields
 from models.geometry import CacheGroup, Deployment, GeometryError, Request, parse_geometry
 from models.variants import Variant
 from proofs.catalog.base import Theorem
-from proofs.enumerated import Case, Enumeration, Verdict
+from proofs.enumerated import Case, Checks, Enumeration, Verdict
 
 SIZES = {
     "deployment": (
@@ -52,7 +52,9 @@ DATACLASSES = {"deployment": Deployment, "group": CacheGroup, "request": Request
 # A flag that makes a group of this kind one vLLM cannot build.
 IMPOSSIBLE_FLAGS = {"recurrent": ("dcp_sharded", "eagle"), "target-attention": ("eagle",)}
 
-# Every field set, and one group of each kind, so that each rule has a field to act on.
+# Every field set, one group of each kind, so that each rule has a field to act on, and a second target group
+# with the other DCP sharding, so that a rule read only for one sharding (an EAGLE target group refused only
+# when sharded) has an edit that shows it.
 BASE = {
     "name": "every-field",
     "deployment": {
@@ -70,6 +72,7 @@ BASE = {
     },
     "groups": [
         {"kind": "target-attention", "block_size": 16, "dcp_sharded": True, "eagle": False, "count": 2},
+        {"kind": "target-attention", "block_size": 8, "dcp_sharded": False, "eagle": False, "count": 1},
         {"kind": "recurrent", "block_size": 32, "dcp_sharded": False, "eagle": False, "count": 3},
         {"kind": "draft-attention", "block_size": 16, "dcp_sharded": True, "eagle": True, "count": 1},
     ],
@@ -126,14 +129,14 @@ def _cases(_variant: Variant):
     yield {"table": "rules"}
 
 
-def _every_field_ruled() -> Verdict:
+def _every_field_ruled(checks: Checks) -> Verdict:
     """The rules name every field the loader can fill, so that a field added without one is seen."""
     for kind, dataclass in DATACLASSES.items():
         ruled = {*SIZES[kind], *COUNTS[kind], *FLAGS[kind], *(("kind",) if kind == "group" else ())}
         unruled = [name for name in _every_field(kind) if name not in ruled]
-        if unruled:
-            return Verdict(f"{dataclass.__name__}: no rule for {', '.join(unruled)}", exercised=False)
-    return Verdict(exercised=False)
+        if checks.fails("every field ruled", not unruled):
+            return checks.verdict(f"{dataclass.__name__}: no rule for {', '.join(unruled)}", exercised=False)
+    return checks.verdict(exercised=False)
 
 
 def _every_field(kind: str) -> tuple[str, ...]:
@@ -158,9 +161,9 @@ def _edited(case: Case) -> dict:
     return data
 
 
-def _kept(data: dict, geometry) -> str | None:
+def _kept(checks: Checks, data: dict, geometry) -> str | None:
     """The first field whose loaded value is not the one written (or its default when absent)."""
-    if len(geometry.groups) != len(data["groups"]):
+    if checks.differ("every group loaded", len(geometry.groups), len(data["groups"])):
         return f"groups: {len(data['groups'])} written, {len(geometry.groups)} loaded"
     groups = zip(data["groups"], geometry.groups, strict=True)
     tables = [("deployment", "deployment", data["deployment"], geometry.deployment)]
@@ -169,10 +172,10 @@ def _kept(data: dict, geometry) -> str | None:
     for where, kind, written, loaded in tables:
         for f in fields(DATACLASSES[kind]):
             want = written.get(f.name, f.default)
-            if getattr(loaded, f.name) != want:
+            if checks.differ(f"loaded as written: {kind}.{f.name}", getattr(loaded, f.name), want):
                 return f"{where}.{f.name}: written {want!r}, loaded {getattr(loaded, f.name)!r}"
     request = geometry.request
-    if request.num_tokens != request.prompt_tokens + request.output_tokens:
+    if checks.differ("num_tokens", request.num_tokens, request.prompt_tokens + request.output_tokens):
         return f"request: num_tokens {request.num_tokens}, not prompt_tokens + output_tokens"
     return None
 
@@ -180,32 +183,34 @@ def _kept(data: dict, geometry) -> str | None:
 def refuses_what_no_engine_can_use(_variant: Variant, case: Case) -> Verdict:
     """parse_geometry on BASE with one edit: refused with a message that starts with the named field or
     table when the case says so, else accepted with every field as written."""
+    checks = Checks()
     if case["table"] == "rules":
-        return _every_field_ruled()
+        return _every_field_ruled(checks)
     data = _edited(case)
     refused = case["refused"]
     try:
         geometry = parse_geometry(data, name="edited")
     except GeometryError as error:
         message = str(error)
-        if refused is None:
-            return Verdict(f"refused a usable geometry: {message}", exercised=False)
-        if not message.startswith(f"{refused}:"):
-            return Verdict(f"refused, but the message does not start with {refused!r}: {message}")
-        return Verdict()
-    if refused is not None:
-        return Verdict(f"accepted; {refused} should have been refused")
-    return Verdict(_kept(data, geometry), exercised=False)
+        if checks.fails("a usable edit accepted", refused is not None):
+            return checks.verdict(f"refused a usable geometry: {message}", exercised=False)
+        if checks.fails("the refusal names the field", message.startswith(f"{refused}:")):
+            return checks.verdict(f"refused, but the message does not start with {refused!r}: {message}")
+        return checks.verdict()
+    if checks.fails("an unusable edit refused", refused is None):
+        return checks.verdict(f"accepted; {refused} should have been refused")
+    return checks.verdict(_kept(checks, data, geometry), exercised=False)
 
 
 def _domain() -> str:
     return (
-        "one geometry table with every field set and a target-attention, a recurrent and a draft-attention "
-        "group (proofs/catalog/geometry.py BASE), and each single edit of it: every size set to 0, -1, true, "
-        "'8' and 8.5 (refused) and to 1 (accepted); every count to -1 and the same non-integers (refused) and "
-        "to 0 (accepted); every flag to 1 and 'true' (refused), true and false; every field removed; an "
-        "unknown field in each table and at the top; an unknown group kind; every group of one kind removed, "
-        "every group removed, groups given as a table and as a string, and each section removed"
+        "one geometry table with every field set, two target-attention groups (one DCP-sharded, one not), a "
+        "recurrent and a draft-attention group (proofs/catalog/geometry.py BASE), and each single edit of it: "
+        "every size set to 0, -1, true, '8' and 8.5 (refused) and to 1 (accepted); every count to -1 and the "
+        "same non-integers (refused) and to 0 (accepted); every flag to 1 and 'true' (refused), true and "
+        "false; every field removed; an unknown field in each table and at the top; an unknown group kind; "
+        "every group of one kind removed, every group removed, groups given as a table and as a string, and "
+        "each section removed"
     )
 
 

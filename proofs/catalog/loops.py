@@ -21,7 +21,7 @@ from models.reuse import gpu_restorable, gpu_restore, offload_restorable, offloa
 from models.scheduler import prefill_end, split
 from models.variants import Variant
 from proofs.catalog.base import Theorem
-from proofs.enumerated import Case, Enumeration, Verdict
+from proofs.enumerated import Case, Checks, Enumeration, Verdict
 
 
 def _small(name: str, page: int, deployment: dict, groups: list[dict]) -> Geometry:
@@ -150,7 +150,7 @@ def _builtin_cases() -> list[Case]:
 # --- the explicit trace is the chain of prefill_step -------------------------
 
 CHAIN_PROMPTS = (*range(1, 13), 24, 48, 49, 64, 65, 96, 97, 129)
-CHAIN_BUDGETS = ("29", "70,5,13")
+CHAIN_BUDGETS = ("29", "70,5,13", "13,5")  # "13,5" stalls on the geometries whose grid exceeds 5
 CHAIN_OUTPUTS = (0, 3)
 
 
@@ -165,36 +165,44 @@ def _chain_cases(_variant: Variant):
 
 def chain_of_steps(variant: Variant, case: Case) -> Verdict:
     """run_prefill's explicit trace against prefill_step taken from each chunk's start."""
+    checks = Checks()
     the_plan = _plan(variant, case)
     budgets, prompt, tokens = _budgets(case), case["prompt"], _tokens(case)
     trace = run_prefill(the_plan, budgets, prompt_tokens=prompt, output_tokens=case["outputs"], condense_beyond=None)
     end = prefill_end(prompt, tokens)
-    if trace.repeat is not None or trace.steps != len(trace.chunks):
-        return Verdict("the explicit trace is condensed")
+    if checks.fails("explicit", trace.repeat is None and trace.steps == len(trace.chunks)):
+        return checks.verdict("the explicit trace is condensed")
     computed = 0
     for i, chunk in enumerate(trace.chunks):
         budget = budgets[min(i, len(budgets) - 1)]
-        if chunk.step != i or chunk.start != computed:
-            return Verdict(f"chunk {i} is step {chunk.step} from {chunk.start}, not step {i} from {computed}")
-        if not computed < end:
-            return Verdict(f"step {i} starts at {computed}, at or past the prefill's end {end}")
+        if checks.differ("step and start", (chunk.step, chunk.start), (i, computed)):
+            return checks.verdict(f"chunk {i} is step {chunk.step} from {chunk.start}, not step {i} from {computed}")
+        if checks.fails("starts in prefill", computed < end):
+            return checks.verdict(f"step {i} starts at {computed}, at or past the prefill's end {end}")
         step = prefill_step(the_plan.variant, the_plan.split, the_plan.cadence, computed, budget, prompt, tokens)
-        seen = (chunk.requested, chunk.end, chunk.published, chunk.column)
-        wanted = (step.requested, step.end, step.published, state_column(step.end, the_plan.cadence))
-        if seen != wanted:
-            return Verdict(f"step {i} from {computed}: (requested, end, published, column) {seen}, step {wanted}")
+        for name, seen, wanted in (
+            ("requested", chunk.requested, step.requested),
+            ("end", chunk.end, step.end),
+            ("published", chunk.published, step.published),
+            ("column", chunk.column, state_column(step.end, the_plan.cadence)),
+        ):
+            if checks.differ(name, seen, wanted):
+                return checks.verdict(f"step {i} from {computed}: {name} {seen}, the step's {wanted}")
         # Once the budget is settled, a step that makes no progress is repeated exactly by every later one.
         stalls = step.end == computed and i >= len(budgets) - 1
-        if stalls != (trace.stalled_at == i) or (stalls and i != len(trace.chunks) - 1):
-            return Verdict(f"step {i}: stalled_at {trace.stalled_at} of {len(trace.chunks)} chunks, stalls: {stalls}")
+        if checks.fails("stalled_at", stalls == (trace.stalled_at == i) and (not stalls or i == len(trace.chunks) - 1)):
+            return checks.verdict(
+                f"step {i}: stalled_at {trace.stalled_at} of {len(trace.chunks)} chunks, stalls: {stalls}"
+            )
         computed = step.end
-    if trace.stalled_at is None and not end <= computed <= tokens:
-        return Verdict(f"the run stops at {computed}, not between the prefill's end {end} and the tokens {tokens}")
-    views = _views_of(trace.chunks)
-    for name, wanted_positions in views.items():
-        if list(getattr(trace, name)) != wanted_positions:
-            return Verdict(f"Trace.{name} is {list(getattr(trace, name))}, the chunks' are {wanted_positions}")
-    return Verdict(exercised=any(c.published for c in trace.chunks))
+    if trace.stalled_at is not None:
+        checks.note("a run that stalls")
+    if checks.fails("stops at the end", trace.stalled_at is not None or end <= computed <= tokens):
+        return checks.verdict(
+            f"the run stops at {computed}, not between the prefill's end {end} and the tokens {tokens}"
+        )
+    failure = _views_differ(checks, trace, trace.chunks, "Trace")
+    return checks.verdict(failure, exercised=any(c.published for c in trace.chunks))
 
 
 def _views_of(chunks) -> dict[str, list[int]]:
@@ -206,43 +214,58 @@ def _views_of(chunks) -> dict[str, list[int]]:
     }
 
 
+def _views_differ(checks: Checks, trace, chunks, what: str) -> str | None:
+    """Each of the trace's views against the explicit chunks' ends of its kind."""
+    for name, wanted in _views_of(chunks).items():
+        got = list(getattr(trace, name))
+        if checks.differ(f"Trace.{name}", got, wanted):
+            return f"the {what}'s Trace.{name} is {got}, the explicit chunks' are {wanted}"
+    return None
+
+
 def run_bounds(variant: Variant, case: Case) -> Verdict:
     """`steps=k` runs exactly the first k steps of the whole run, explicitly even where condensing is asked
     for; so does a run with a split function of its own (condensing reads the model's split only); max_steps
     equal to the run's length is accepted and one below refused, naming the geometry and grid_period;
     a budget below 1 is refused."""
+    checks = Checks()
     the_plan = _plan(variant, case)
     budgets, prompt, outputs = _budgets(case), case["prompt"], case["outputs"]
     whole = run_prefill(the_plan, budgets, prompt, outputs, condense_beyond=None).chunks
     lengths = range(len(whole) + 1) if case["every_prefix"] else (len(whole),)
     for k in lengths:
         part = run_prefill(the_plan, budgets, prompt, outputs, steps=k, condense_beyond=CONDENSE_BEYOND)
-        if part.chunks != whole[:k] or part.repeat is not None:
-            return Verdict(f"steps={k} gives {len(part.chunks)} chunks, not the whole run's first {k}")
+        if checks.fails("steps=k, the first k chunks", part.chunks == whole[:k] and part.repeat is None):
+            return checks.verdict(f"steps={k} gives {len(part.chunks)} chunks, not the whole run's first {k}")
 
     def models_split(params, call):
         return split(the_plan.variant, params, call)
 
     own = run_prefill(the_plan, budgets, prompt, outputs, split_function=models_split, condense_beyond=1)
-    if own.chunks != whole or own.repeat is not None:
-        return Verdict("a run with the model's split passed as a split function is not the explicit run")
+    if checks.fails("a split function of its own, run explicitly", own.chunks == whole and own.repeat is None):
+        return checks.verdict("a run with the model's split passed as a split function is not the explicit run")
     run_prefill(the_plan, budgets, prompt, outputs, max_steps=len(whole), condense_beyond=None)
-    try:
-        run_prefill(the_plan, budgets, prompt, outputs, max_steps=len(whole) - 1, condense_beyond=None)
-    except BudgetError as error:
-        named = str(error).startswith(f"{the_plan.geometry.name}: ")
-        if not named or f"(grid {grid_period(the_plan):,})" not in str(error):
-            return Verdict(f"the refusal does not name the geometry and its grid: {error}")
-    else:
-        return Verdict(f"max_steps={len(whole) - 1} accepted a run of {len(whole)} steps")
+    shorter = len(whole) - 1
+    error = _refusal(the_plan, budgets, prompt, outputs, max_steps=shorter, condense_beyond=None)
+    if checks.fails("max_steps below the run's length refused", error is not None):
+        return checks.verdict(f"max_steps={shorter} accepted a run of {len(whole)} steps")
+    named = str(error).startswith(f"{the_plan.geometry.name}: ") and f"(grid {grid_period(the_plan):,})" in str(error)
+    if checks.fails("the refusal names the geometry and its grid", named):
+        return checks.verdict(f"the refusal does not name the geometry and its grid: {error}")
     for bad in ([0], [budgets[0], -1], []):
-        try:
-            run_prefill(the_plan, bad, prompt, outputs)
-        except BudgetError:
-            continue
-        return Verdict(f"budgets {bad} accepted")
+        if checks.fails("a budget below 1, or none, refused", _refusal(the_plan, bad, prompt, outputs) is not None):
+            return checks.verdict(f"budgets {bad} accepted")
     run_prefill(the_plan, [1], prompt, outputs)
-    return Verdict(exercised=len(whole) > 1)
+    return checks.verdict(exercised=len(whole) > 1)
+
+
+def _refusal(*run, **options) -> BudgetError | None:
+    """The BudgetError run_prefill(*run, **options) raises, None when it runs."""
+    try:
+        run_prefill(*run, **options)
+    except BudgetError as error:
+        return error
+    return None
 
 
 BOUNDS_PROMPTS = range(1, 31, 4)
@@ -262,7 +285,8 @@ def _bounds_cases(_variant: Variant):
 CONDENSE_BEYOND = 1  # condensing on as soon as a repeat is found
 LATE_CONDENSING = 20  # and, for a second run, only beyond this many steps
 CONDENSED_PROMPTS = range(100, 241, 10)
-CONDENSED_RUNS = (("13", 0), ("37,29", 61))  # budgets, output tokens
+# budgets, output tokens; "13,5" stalls at its second step (5 tokens below the 8-token grid of g8)
+CONDENSED_RUNS = (("13", 0), ("37,29", 61), ("13,5", 0))
 
 
 def _condensed_cases(_variant: Variant):
@@ -274,42 +298,47 @@ def _condensed_cases(_variant: Variant):
 
 
 def condensed_spells_explicit(variant: Variant, case: Case) -> Verdict:
+    checks = Checks()
     slow = _trace(variant, case)
     late = _trace(variant, case, condense_beyond=LATE_CONDENSING)
-    if late.repeat is not None and late.steps <= LATE_CONDENSING:
-        return Verdict(f"a run of {late.steps} steps is condensed, beyond {LATE_CONDENSING} asked")
-    if list(late.every_chunk()) != slow.chunks:
-        return Verdict(f"condensed beyond {LATE_CONDENSING} steps, the trace spells out other chunks")
+    if checks.fails(
+        f"a run of at most {LATE_CONDENSING} steps not condensed", late.repeat is None or late.steps > LATE_CONDENSING
+    ):
+        return checks.verdict(f"a run of {late.steps} steps is condensed, beyond {LATE_CONDENSING} asked")
+    if checks.differ(f"condensed beyond {LATE_CONDENSING}, the chunks", list(late.every_chunk()), slow.chunks):
+        return checks.verdict(f"condensed beyond {LATE_CONDENSING} steps, the trace spells out other chunks")
     fast = _trace(variant, case, condense_beyond=CONDENSE_BEYOND)
     r = fast.repeat
-    if r is not None and min(r.times, r.length, r.tokens) < 1:
-        return Verdict(f"a repeat that condenses nothing: {r}")
+    if checks.fails("a repeat condenses something", r is None or min(r.times, r.length, r.tokens) >= 1):
+        return checks.verdict(f"a repeat that condenses nothing: {r}")
     spelled = list(fast.every_chunk())
-    if spelled != slow.chunks:
+    if checks.differ("the chunks", spelled, slow.chunks):
         where = next((i for i, (a, b) in enumerate(zip(spelled, slow.chunks, strict=False)) if a != b), None)
         where = min(len(spelled), len(slow.chunks)) if where is None else where
-        return Verdict(f"the condensed trace spells out {len(spelled)} chunks, differing from step {where}")
-    if fast.steps != len(slow.chunks) or fast.stalled_at != slow.stalled_at:
-        return Verdict(
+        return checks.verdict(f"the condensed trace spells out {len(spelled)} chunks, differing from step {where}")
+    if slow.stalled_at is not None:
+        checks.note("a run that stalls")
+    if checks.differ("steps", fast.steps, len(slow.chunks)) or checks.differ(
+        "stalled_at", fast.stalled_at, slow.stalled_at
+    ):
+        return checks.verdict(
             f"condensed steps {fast.steps}, stalled at {fast.stalled_at}; "
             f"explicit {len(slow.chunks)}, {slow.stalled_at}"
         )
-    for name, wanted in _views_of(slow.chunks).items():
-        if list(getattr(fast, name)) != wanted:
-            return Verdict(f"the condensed Trace.{name} differs from the explicit chunks'")
+    failure = _views_differ(checks, fast, slow.chunks, "condensed trace")
+    if failure:
+        return checks.verdict(failure)
     within = min(case["prompt"], _tokens(case))
     repeats = _repeats_once(slow.chunks, len(_budgets(case)) - 1, grid_period(slow.plan), within)
-    if (r is not None) != repeats:
-        return Verdict(
+    if checks.differ("condensed exactly when it repeats", r is not None, repeats):
+        return checks.verdict(
             f"a run of {len(slow.chunks)} steps that {'repeats' if repeats else 'does not repeat'} "
             f"within its prompt is {'not ' if r is None else ''}condensed"
         )
     if r is None:
-        return Verdict(exercised=False)
-    problem = _not_the_longest(r, slow.chunks, min(case["prompt"], _tokens(case))) or _threshold_kept(
-        variant, case, fast
-    )
-    return Verdict(problem)
+        return checks.verdict(exercised=False)
+    problem = _not_the_longest(checks, r, slow.chunks, within) or _threshold_kept(checks, variant, case, fast)
+    return checks.verdict(problem)
 
 
 def _repeats_once(chunks, settled: int, grid: int, within: int) -> bool:
@@ -336,31 +365,34 @@ def _same_shifted(chunk, later, advance: int) -> bool:
     )
 
 
-def _not_the_longest(r, chunks, within: int) -> str | None:
+def _not_the_longest(checks: Checks, r, chunks, within: int) -> str | None:
     """The repeat's repetitions end within the prompt, and one more would not: it ends beyond the prompt or
     the explicit run does not repeat the stretch once more there."""
     stretch = chunks[r.first : r.first + r.length]
     advance = stretch[-1].end - stretch[0].start
-    if stretch[-1].end + r.times * advance > within:
+    if checks.fails("the repetitions end within the prompt", stretch[-1].end + r.times * advance <= within):
         return f"the repeat's {r.times} repetitions end beyond the prompt's {within} tokens"
     more = r.times + 1
     following = chunks[r.first + more * r.length : r.first + (more + 1) * r.length]
     fits = stretch[-1].end + more * advance <= within and len(following) == len(stretch)
-    if fits and all(_same_shifted(a, b, more * advance) for a, b in zip(stretch, following, strict=True)):
+    repeated = fits and all(_same_shifted(a, b, more * advance) for a, b in zip(stretch, following, strict=True))
+    if checks.fails("no repetition more within the prompt", not repeated):
         return f"the explicit run repeats the stretch {more} times within the prompt, the repeat stands for {r.times}"
     return None
 
 
-def _threshold_kept(variant: Variant, case: Case, fast) -> str | None:
+def _threshold_kept(checks: Checks, variant: Variant, case: Case, fast) -> str | None:
     """condense_beyond B: a run that would resume stepping beyond step B is condensed (the same repeat), and a
     condensed run resumes stepping beyond B, never at it."""
     r = fast.repeat
     resumes = _resumes_at(r)
     just_below = _trace(variant, case, condense_beyond=resumes - 1)
-    if just_below.repeat != r:
+    if checks.differ("condensed beyond the step before it resumes, the same repeat", just_below.repeat, r):
         return f"condensing beyond step {resumes - 1}: repeat {just_below.repeat}, not {r}"
     at = _trace(variant, case, condense_beyond=resumes).repeat
-    if at is not None and _resumes_at(at) <= resumes:
+    if checks.fails(
+        "condensed beyond the step it resumes at, it resumes later", at is None or _resumes_at(at) > resumes
+    ):
         return f"condensing beyond step {resumes}, the run resumes stepping at step {_resumes_at(at)}"
     return None
 
@@ -384,33 +416,41 @@ def _shift_cases(_variant: Variant):
 def shift_by_grid_period(variant: Variant, case: Case) -> Verdict:
     """Far from the request's end, every position of one period: the step from c and from c + G (prompt and
     tokens G further too), and each restore test of c and of c + G (cached and new tokens G further), agree."""
+    checks = Checks()
     the_plan = _plan(variant, case)
     geometry = the_plan.geometry
     period = grid_period(the_plan)
-    if period <= 0:
-        return Verdict(f"grid_period is {period}")
+    if checks.fails("grid_period positive", period > 0):
+        return checks.verdict(f"grid_period is {period}")
     base = 8 * period
     prompt = base + 6 * period
     spans, eagle = the_plan.target_spans, geometry.eagle_spans()
     p = the_plan.split
     blocks = geometry.deployment.offload_blocks_per_chunk
+    restore_tests = {
+        # position, and the cached and new tokens
+        "the GPU restore test": lambda q, n: gpu_restorable(q, True, spans, eagle, p.eagle_drop, p.lookahead, n, n),
+        "the offload restore test": lambda q, n: offload_restorable(
+            q, True, the_plan.cadence, spans, eagle, blocks, n, n
+        ),
+    }
     for c in range(base, base + period, SHIFT_STRIDE):
         for budget in SHIFT_BUDGETS:
             here = prefill_step(the_plan.variant, p, the_plan.cadence, c, budget, prompt, prompt)
             there = prefill_step(
                 the_plan.variant, p, the_plan.cadence, c + period, budget, prompt + period, prompt + period
             )
-            if (there.end - period, there.requested, there.published) != (here.end, here.requested, here.published):
-                return Verdict(f"the step from {c} and from {c} + {period} differ (budget {budget})")
-        for shift in (0, period):
-            cached = prompt + shift
-            gpu = gpu_restorable(c + shift, True, spans, eagle, p.eagle_drop, p.lookahead, cached, cached)
-            offload = offload_restorable(c + shift, True, the_plan.cadence, spans, eagle, blocks, cached, cached)
-            if shift == 0:
-                wanted = (gpu, offload)
-            elif (gpu, offload) != wanted:
-                return Verdict(f"the restore tests of {c} and of {c} + {period} differ")
-    return Verdict()
+            for name, shifted, unshifted in (
+                ("the step's end", there.end - period, here.end),
+                ("the step's request", there.requested, here.requested),
+                ("the step's publication", there.published, here.published),
+            ):
+                if checks.differ(name, shifted, unshifted):
+                    return checks.verdict(f"{name} from {c} and from {c} + {period} differ (budget {budget})")
+        for name, test in restore_tests.items():
+            if checks.differ(name, test(c + period, prompt + period), test(c, prompt)):
+                return checks.verdict(f"{name} of {c} and of {c} + {period} differ")
+    return checks.verdict()
 
 
 # --- the restore searches take the largest restorable published position -------
@@ -478,10 +518,11 @@ def restores_take_the_largest(variant: Variant, case: Case) -> Verdict:
     probes = sorted({*every[-2:], *every[len(every) // 2 : len(every) // 2 + 1]})
     downwards = every[::-1]
     hits = 0
-    reached: set[str] = set()
+    checks = Checks()
     for probe in probes:
         for cached, new, kinds in _probe_counts(probe, widths, p.lookahead, tokens):
-            reached |= kinds
+            for kind in kinds:
+                checks.note(f"probe: {kind}")
             gpu = next(
                 (q for q in downwards if gpu_restorable(q, True, spans, eagle, p.eagle_drop, p.lookahead, cached, new)),
                 0,
@@ -494,19 +535,21 @@ def restores_take_the_largest(variant: Variant, case: Case) -> Verdict:
                 ),
                 0,
             )
-            for given, kind in ((published, "published as given"), (Positions.of(every), "published one by one")):
-                reached.add(kind)
-                got = (
-                    gpu_restore(given, spans, eagle, p.eagle_drop, p.lookahead, cached, new),
-                    offload_restore(given, the_plan.cadence, spans, eagle, blocks, cached, new),
-                )
-                if got != (gpu, offload):
-                    return Verdict(
-                        f"cached {cached}, new {new}: (gpu_restore, offload_restore) {got}, "
-                        f"the largest accepted {(gpu, offload)}"
-                    )
+            for given, how in ((published, "as given"), (Positions.of(every), "one by one")):
+                for name, got, largest in (
+                    ("gpu_restore", gpu_restore(given, spans, eagle, p.eagle_drop, p.lookahead, cached, new), gpu),
+                    (
+                        "offload_restore",
+                        offload_restore(given, the_plan.cadence, spans, eagle, blocks, cached, new),
+                        offload,
+                    ),
+                ):
+                    if checks.differ(f"{name}, published {how}", got, largest):
+                        return checks.verdict(
+                            f"cached {cached}, new {new}, published {how}: {name} {got}, the largest accepted {largest}"
+                        )
             hits += gpu > 0 and offload > 0
-    return Verdict(exercised=hits > 0 and not published.is_explicit, reached=frozenset(reached))
+    return checks.verdict(exercised=hits > 0 and not published.is_explicit)
 
 
 SMALL_NAMES = ", ".join(SMALL)

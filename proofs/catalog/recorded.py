@@ -25,7 +25,7 @@ from models.errors import GridproofError
 from models.scheduler import SplitCall, SplitParams, checkpoint_position, checkpoint_valid, split
 from models.variants import PR457, PR457_GUARDED
 from proofs.catalog.base import Theorem
-from proofs.enumerated import Case, Enumeration, Verdict
+from proofs.enumerated import Case, Checks, Enumeration, Verdict
 
 VERSION = "0.33.0"
 RECORDED = Path(__file__).resolve().parent.parent / "recorded" / f"vllm-{VERSION}.json"
@@ -136,16 +136,18 @@ def _expected(variant, case: Case) -> dict:
 
 
 def matches_recorded(variant, case: Case) -> Verdict:
+    checks = Checks()
     function = FUNCTIONS[case["function"]]
     mine = dict(zip(function.outputs, function.model(variant, _inputs(case)), strict=True))
     expected = _expected(variant, case)
-    if mine != expected:
-        kept = "" if expected == _vllm(case) else " (the explicit cadence kept)"
-        return Verdict(
-            f"{case['function']} case {case['case']}: vLLM {VERSION} returned {_vllm(case)}, so the model "
-            f"should give {expected}{kept}; it gives {mine}"
-        )
-    return Verdict()
+    for output in function.outputs:
+        if checks.differ(f"{case['function']} {output}", mine[output], expected[output]):
+            kept = "" if expected == _vllm(case) else " (the explicit cadence kept)"
+            return checks.verdict(
+                f"{case['function']} case {case['case']}: vLLM {VERSION} returned {_vllm(case)}, so the model "
+                f"should give {expected}{kept}; it gives {mine}"
+            )
+    return checks.verdict()
 
 
 def _domain() -> str:

@@ -43,7 +43,9 @@ _ENTRY = Fields(
         "statement": "str",
         "tier": "str",
         "source": Optional("str"),
-        "enumeration": Fields({}, optional={"domain": "str", "cases": "int", "exercised": "int"}),
+        "enumeration": Fields(
+            {}, optional={"domain": "str", "cases": "int", "exercised": "int", "checks": MapOf("int")}
+        ),
         "ok": "bool",
     },
 )
