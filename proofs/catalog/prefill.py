@@ -593,8 +593,8 @@ def state_slot(variant, x):
 
 
 def step_slots(variant, x):
-    """The state slots one step of the engine writes and a resumed request
-    reads, from any state of the prefill; `earlier` indexes a checkpoint
+    """The state slots one step of the engine writes, the next step and a
+    resumed request read, from any state of the prefill; `earlier` indexes a checkpoint
     published before the step (at earlier * R <= computed tokens), 0 when
     there is none (its column, -1, is then no column)."""
     d, _, step, hypotheses = engine_step(variant, x, guarded=False)
@@ -618,8 +618,14 @@ def step_slots(variant, x):
             "the column's last position is at or after the state": at_most(
                 step.end, arith.multiple(column + 1, r), when=writes
             ),
+            "a published state fills its column": arith.implies(
+                step.published, step.end == arith.multiple(column + 1, r)
+            ),
             "a private state leaves a published checkpoint's column": arith.implies(
                 arith.all_of(writes, arith.negate(step.published)), column != state_column(published_before, r)
+            ),
+            "the next step reads the column this step wrote": arith.implies(
+                writes, initial_state_column(variant, step.end, r) == column
             ),
             "a fresh request reads no column": arith.implies(computed == 0, reads == -1),
             "a resumed request reads the column written at its position": arith.implies(
@@ -783,12 +789,13 @@ THEOREMS = (
     Theorem(
         "prefill-step-slots",
         "prefill",
-        "A step publishes only a state it writes; every state it writes, private or published, goes to the "
-        "column that holds exactly that many tokens (column k holds positions kR+1..(k+1)R), never a negative "
-        "one; a private state never "
-        "overwrites the column of a checkpoint published before it; a fresh request reads no column (-1) and a "
-        "request resumed at a published checkpoint reads the column written at exactly that position. For any "
-        "number of cache groups (docs/groups.md).",
+        "A step publishes only a state it writes, and only one that fills its column (a multiple of R); every "
+        "state it writes, private or published, goes to the column that holds exactly that many tokens (column "
+        "k holds positions kR+1..(k+1)R), never a negative one; a private state never overwrites the column of "
+        "a checkpoint published before it; the next step, which starts where this one ended, reads its initial "
+        "state from the column this one wrote; a fresh request reads no column (-1) and a request resumed at a "
+        "published checkpoint reads the column written at exactly that position. For any number of cache "
+        "groups (docs/groups.md).",
         _any_shapes(ENGINE_STEP_VARS + ints("earlier"), step_slots),
     ),
     Theorem(

@@ -8,7 +8,7 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from models.variants import PR457_GUARDED, VARIANTS, UnknownVariantError, Variant
+from models.variants import BASELINE, PR457_GUARDED, VARIANTS, UnknownVariantError, Variant
 from proofs.mutation.patch import Patch, applied
 
 PREFIX = "mutant:"
@@ -27,8 +27,11 @@ class Mutant:
         return replace(self.base, name=PREFIX + self.name, description=self.description)
 
 
-def _mutant(name: str, description: str, module: str, function: str, before: str, after: str) -> Mutant:
-    return Mutant(name, PR457_GUARDED, Patch(f"models.{module}", function, before, after), description)
+def _mutant(
+    name: str, description: str, module: str, function: str, before: str, after: str, base: Variant = PR457_GUARDED
+) -> Mutant:
+    """`base`: the variant the fault is written into (the one whose choices make it show)."""
+    return Mutant(name, base, Patch(f"models.{module}", function, before, after), description)
 
 
 MUTANTS = {
@@ -306,6 +309,25 @@ MUTANTS = {
             "prefill_step",
             "published = arith.all_of(in_prefill, scheduled > 0, publishes(end, cadence, tokens))",
             "published = arith.all_of(in_prefill, publishes(end, cadence, tokens))",
+        ),
+        _mutant(
+            "published-off-the-cadence",
+            "a step publishes where its chunk ends on the split's grid, not on the cadence: 0.33.0's split grid "
+            "is the smallest spec block, which a target block below the recurrent one makes finer than R",
+            "prefill",
+            "prefill_step",
+            "publishes(end, cadence, tokens)",
+            "publishes(end, params.block, tokens)",
+            base=BASELINE,
+        ),
+        _mutant(
+            "initial-column-of-whole-cadences",
+            "the initial state's column counted in whole cadences, c // R - 1: the same at 0 and at every "
+            "checkpoint, one below where a private state left mid-cadence was written",
+            "prefill",
+            "initial_state_column",
+            "return arith.floordiv(computed - 1, cadence)",
+            "return arith.floordiv(computed, cadence) - 1",
         ),
         _mutant(
             "slot-floor-for-ceil",
