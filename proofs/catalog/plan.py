@@ -11,7 +11,17 @@ from models.config import guard_accepts
 from models.geometry import RECURRENT, TARGET, Deployment, Geometry, Request
 from models.plan import cadence, group_grid, plan
 from models.variants import BASELINE
-from proofs.catalog.base import GEOMETRY_VARS, Obligation, Theorem, bools, deployment_domain, ints, symbolic_groups
+from proofs.catalog.base import (
+    GEOMETRY_VARS,
+    Obligation,
+    Shape,
+    Theorem,
+    bools,
+    deployment_domain,
+    ints,
+    shaped,
+    symbolic_groups,
+)
 from proofs.mutation.patch import pristine
 from proofs.solver import Claim
 
@@ -102,29 +112,40 @@ def reads_group_grid(variant, x, explicit, annotated):
     hash_block_given = x["hash_block"] >= 1
     return Claim(
         hypotheses=_domain(x),
-        goal=arith.all_of(
-            r == grid.cadence,
-            *(a == b for a, b in zip(p.target_spans, grid.target_spans, strict=True)),
-            len(p.target_spans) == len(grid.target_spans),
-            s.block == grid.split_block,
+        goal={
+            "the group grid's cadence and split grid": arith.all_of(r == grid.cadence, s.block == grid.split_block),
+            "the group grid's target spans": arith.all_of(
+                len(p.target_spans) == len(grid.target_spans),
+                *(a == b for a, b in zip(p.target_spans, grid.target_spans, strict=False)),
+            ),
             # The split's grid: PR457's cadence; 0.33.0's cache_config.block_size, reset after KV
             # planning to the smallest prefix-cacheable spec block (v1/engine/core.py:335-349).
-            s.block == r
+            "the split grid is the cadence (PR457) or the smallest spec block (0.33.0)": s.block == r
             if variant.splits_on_cadence
             else arith.all_of(
                 arith.all_in(s.block <= b for b in grid.spec_blocks),
                 arith.any_of(*(s.block == b for b in grid.spec_blocks)),
             ),
-            p.accepted == guard_accepts(variant, grid.cadence, grid.target_spans),
+            "accepted exactly when the guard accepts": p.accepted
+            == guard_accepts(variant, grid.cadence, grid.target_spans),
+            # The scheduler block: the lcm of every group's span (kv_cache_utils.py:816-918).
+            "the scheduler block the lcm of every span": s.sched_block == arith.lcm_of(grid.spans),
             # Partial hash hits: below S, with R > H, or R >= H under DCP (kv_cache_utils.py:762-801).
-            s.partial_hits == arith.all_of(h < s.sched_block, r >= h, arith.implies(x["dcp"] == 1, r > h)),
-            s.eagle_drop == arith.all_of(x["eagle_drop"], s.lookahead == 0),
-            s.shared_prefix == arith.all_of(x["shared"], s.partial_hits, annotated),
-            s.eagle_annotated == annotated,
-            arith.implies(hash_block_given, h == x["hash_block"]),
-            s.checkpoint_blocks == x["ckpt_blocks"],
-            arith.implies(s.checkpoint_blocks, s.checkpoint_alignment == x["align"]),
-        ),
+            "partial hash hits": s.partial_hits
+            == arith.all_of(h < s.sched_block, r >= h, arith.implies(x["dcp"] == 1, r > h)),
+            "EAGLE drop": s.eagle_drop == arith.all_of(x["eagle_drop"], s.lookahead == 0),
+            "a shared-prefix checkpoint": s.shared_prefix == arith.all_of(x["shared"], s.partial_hits, annotated),
+            "the EAGLE annotation": s.eagle_annotated == annotated,
+            "a given hash block": arith.implies(hash_block_given, h == x["hash_block"]),
+            # Unset, the hash block is the gcd of every resolved span, the cadence's included.
+            "an unset hash block the gcd of every span": arith.implies(
+                arith.negate(hash_block_given), h == arith.gcd_of(grid.spans)
+            ),
+            "internal checkpoints": arith.all_of(
+                s.checkpoint_blocks == x["ckpt_blocks"],
+                arith.implies(s.checkpoint_blocks, s.checkpoint_alignment == x["align"]),
+            ),
+        },
         covers={
             "partial hits": s.partial_hits,
             "EAGLE drop": s.eagle_drop,
@@ -142,30 +163,36 @@ def group_spans(variant, x):
     groups = symbolic_groups(x)
     grid = group_grid(variant, groups, x["dcp"], x["explicit"], x["user_cadence"])
     dcp = x["dcp"]
-    per_group = []
-    recurrent = [group for group in groups if group.kind == RECURRENT]
-    for group, block, span in zip(groups, grid.spec_blocks, grid.spans, strict=True):
-        if group.kind == RECURRENT:
-            # R holds the group's own block as config resolution gives it (config-plan-cadence): a
-            # multiple of it, and with one recurrent group, that block.
-            resolved = cadence(variant, group.block_size, x["explicit"], x["user_cadence"])
-            exact = grid.cadence == resolved if len(recurrent) == 1 else arith.divides(resolved, grid.cadence)
-            per_group.append(arith.all_of(block == grid.cadence, span == block, exact))
-        else:
-            per_group.append(
-                arith.all_of(
-                    block == group.block_size,
-                    span == arith.ite(group.dcp_sharded, block * dcp, block),
-                )
-            )
-    targets = [span for span, g in zip(grid.spans, groups, strict=True) if g.kind == TARGET]
+    per_group = list(zip(groups, grid.spec_blocks, grid.spans, strict=True))
+    recurrent = [(block, span) for group, block, span in per_group if group.kind == RECURRENT]
+    attention = [(group, block, span) for group, block, span in per_group if group.kind != RECURRENT]
+    # R holds each recurrent group's own block as config resolution gives it (config-plan-cadence): with
+    # one recurrent group, that block; with several, their lcm.
+    resolved = [
+        cadence(variant, group.block_size, x["explicit"], x["user_cadence"])
+        for group in groups
+        if group.kind == RECURRENT
+    ]
+    targets = [span for group, _, span in per_group if group.kind == TARGET]
     return Claim(
         hypotheses=_domain(x),
-        goal=arith.all_of(
-            *per_group,
-            len(targets) == len(grid.target_spans),
-            *(a == b for a, b in zip(targets, grid.target_spans, strict=False)),
-        ),
+        goal={
+            "a recurrent group's spec block and span are the cadence": arith.all_in(
+                arith.all_of(block == grid.cadence, span == block) for block, span in recurrent
+            ),
+            "the cadence is the recurrent groups' resolved blocks (their lcm)": grid.cadence
+            == (resolved[0] if len(resolved) == 1 else arith.lcm_of(resolved)),
+            "an attention group's spec block is its page": arith.all_in(
+                block == group.block_size for group, block, _ in attention
+            ),
+            "an attention group's span is its spec block, times DCP when sharded": arith.all_in(
+                span == arith.ite(group.dcp_sharded, block * dcp, block) for group, block, span in attention
+            ),
+            "one target span per target group": arith.all_of(
+                len(targets) == len(grid.target_spans),
+                *(a == b for a, b in zip(targets, grid.target_spans, strict=False)),
+            ),
+        },
         covers={"a sharded target group with DCP > 1": arith.all_of(x["sharded"], dcp >= 2)},
     )
 
@@ -215,11 +242,16 @@ THEOREMS = (
         ("explicit", (True, False)),
         ("explicit-eagle", (True, True)),
     ),
-    _theorem(
+    Theorem(
         "plan-group-spans",
+        "plan",
         "Each cache group's span is vLLM's eff(): its spec block times DCP when the group is DCP-sharded, its "
-        "spec block otherwise; a target or draft group's spec block is its page, the recurrent group's is the "
-        "cadence R, which is the recurrent group's block as config resolution gives it (models.plan.cadence).",
-        group_spans,
+        "spec block otherwise; a target or draft group's spec block is its page, a recurrent group's is the "
+        "cadence R, which is the recurrent group's block as config resolution gives it (models.plan.cadence), "
+        "and with two recurrent groups a multiple of each one's.",
+        (
+            Obligation("main", PLAN_VARS, group_spans),
+            Obligation("two-recurrent", shaped(PLAN_VARS, Shape(targets=2, recurrent=2, drafts=1)), group_spans),
+        ),
     ),
 )
