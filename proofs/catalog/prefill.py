@@ -479,9 +479,20 @@ def offload_restore_test_on_chunks(variant, x):
     accepted = offload_restorable(
         position, True, d.cadence, d.target_spans, d.draft_spans, OFFLOAD_CHUNK_BLOCKS, x["tokens"], x["new_tokens"]
     )
-    sizes = (d.cadence, *d.target_spans, *d.draft_spans)
-    on_chunks = arith.all_in(arith.divides(size * OFFLOAD_CHUNK_BLOCKS, position) for size in sizes)
-    return Claim(hypotheses=hypotheses, goal=arith.implies(accepted, on_chunks))
+
+    def on_chunks(sizes):
+        return arith.implies(
+            accepted, arith.all_in(arith.divides(size * OFFLOAD_CHUNK_BLOCKS, position) for size in sizes)
+        )
+
+    return Claim(
+        hypotheses=hypotheses,
+        goal={
+            "on the recurrent chunk grid": on_chunks((d.cadence,)),
+            "on every target group's chunk grid": on_chunks(d.target_spans),
+            "on every draft group's chunk grid": on_chunks(d.draft_spans),
+        },
+    )
 
 
 def offload_restore_safe(variant, x):

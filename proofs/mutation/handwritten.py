@@ -562,6 +562,22 @@ MUTANTS = {
             "chunks = (*target_chunks, *eagle_chunks)",
         ),
         _mutant(
+            "offload-target-chunk-one-block",
+            "the offload connector's chunk of a target group taken as one block, its blocks per chunk left out",
+            "reuse",
+            "offload_restore_bounds",
+            "target_chunks = [span * blocks_per_chunk for span in target_spans]",
+            "target_chunks = [span for span in target_spans]",
+        ),
+        _mutant(
+            "offload-eagle-chunk-one-block",
+            "the offload connector's chunk of an EAGLE group taken as one block, its blocks per chunk left out",
+            "reuse",
+            "offload_restore_bounds",
+            "eagle_chunks = [span * blocks_per_chunk for span in eagle_spans]",
+            "eagle_chunks = [span for span in eagle_spans]",
+        ),
+        _mutant(
             "offload-stored-through-new-request",
             "the offload connector takes the target groups' chunks as stored through the new request's tokens",
             "reuse",
