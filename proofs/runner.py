@@ -17,7 +17,7 @@ import z3
 
 from models.errors import GridproofError
 from models.variants import VARIANTS
-from proofs import edges, needed
+from proofs import edges, inputs_read, needed
 from proofs.catalog import CATALOGUE, Obligation, Theorem
 from proofs.claims import UnknownConjunct, conjunct_alone, replay
 from proofs.enumerated import DOMAINS, claim_text, decide_enumeration, smaller_than_recorded
@@ -354,10 +354,12 @@ def _run_theorem(
         # Only where a proof is expected, which is where edges are recorded: a
         # proof expected to be a refutation fails as a mismatch already.
         # And failing, as recorded, at a witness that it needs each hypothesis
-        # (proofs/needed.py): a goal weakened to hold there states less.
+        # (proofs/needed.py): a goal weakened to hold there states less. And
+        # reading every input it read when recorded (proofs/inputs_read.py).
         verdict, reason = (
             edges.excluded(theorem, variant_name, variant)
             or needed.weakened(theorem, variant_name, variant)
+            or inputs_read.fewer_than_recorded(theorem.name, variant_name, outcomes)
             or (verdict, reason)
         )
     spent = sum(out.rlimit for _, out in outcomes) + (found.rlimit if found is not None else 0)

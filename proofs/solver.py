@@ -83,6 +83,8 @@ class Outcome:
     queries: list[Query] = field(default_factory=list)  # what the verdict rests on, for export
     reused: int = 0  # queries answered from an identical query posed before (QueryCache)
     hypothesis_names: list[str] | None = None  # the claim's, in order, when it was read symbolically
+    # A proof's: the inputs its claim reads in some case it decided (a case split's inputs are read by the split).
+    inputs_read: list[str] = field(default_factory=list)
 
     @property
     def smt2(self) -> str:
@@ -321,6 +323,12 @@ class _Encoding:
     def release_pinned(self) -> None:
         self._pinned.clear()
 
+    def inputs_read(self) -> set[str]:
+        """The free inputs the hypotheses and the goal read, directly or
+        through the witnesses' definitions."""
+        read = self.context.footprint(z3.And(self.goal, *self.hypotheses.values()))
+        return {v.name for v in self.free if self.inputs[v.name].get_id() in read}
+
     def values(self, model: z3.ModelRef) -> dict[str, int | bool]:
         values = dict(self.fixed)
         for v in self.free:
@@ -442,11 +450,13 @@ class _Problem:
         covers = self._check_covers(admitted)
         if covers is not None:
             return covers
+        read = set(case_split).union(*(self.encoding(case).inputs_read() for case in admitted))
         return Outcome(
             PROVED,
             hypotheses_used=sorted(used),
             hypotheses_unconfirmed=sorted(unconfirmed - confirmed),
             queries=queries,
+            inputs_read=[v.name for v in self.variables if v.name in read],
         )
 
     def _decide_case(self, case: dict, searched: bool, known_needed: set[str] = frozenset()) -> Outcome:
