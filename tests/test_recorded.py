@@ -2,6 +2,7 @@
 code every variant shares and in PR457's own line, and refuses a bad file."""
 
 import pytest
+from conformance import decision_inputs, decisions
 
 from models.variants import BASELINE, PR457
 from proofs.catalog import CATALOGUE, recorded
@@ -45,14 +46,36 @@ def test_pr457_answers_as_vllm_except_the_explicit_cadence_it_keeps():
         Patch("models.scheduler", "checkpoint_position", "arith.maximum(1, lookahead)", "lookahead"),
         # the resolution rounding the kernel block down
         Patch("models.config", "resolve", "cdiv(aligned, c.backend_al", "floordiv(aligned, c.backend_al"),
+        # the block-floored junction counted from 0, not from the start: it shows only from off the grid,
+        # behind an internal checkpoint (decision_inputs)
+        Patch(
+            "models.scheduler", "chunk_end", "start + arith.round_down(junction - start,", "arith.round_down(junction,"
+        ),
+        # the next-boundary stop kept under an internal checkpoint
+        Patch(
+            "models.scheduler",
+            "chunk_end",
+            "arith.negate(arith.divides(block, start)), arith.negate(internal)",
+            "arith.negate(arith.divides(block, start)), True",
+        ),
     ],
-    ids=["split", "checkpoint-position", "config"],
+    ids=["split", "checkpoint-position", "config", "junction-floored-from-zero", "next-boundary-with-internal"],
 )
 def test_a_fault_in_shared_code_is_refuted_for_baseline(patch):
     with applied(patch):
         decision = decide_enumeration(THEOREM.enumeration, BASELINE)
     assert decision.verdict == REFUTED
     assert "vLLM 0.33.0 returned" in decision.reason
+
+
+def test_the_recorded_split_calls_take_every_path_of_the_split():
+    """Each reachable combination of the deciding stop, an internal checkpoint, a start on or off the grid
+    and the cache hits is taken by recorded calls (tests/conformance/decision_inputs.py aims at each), and
+    no recorded call takes a path decision_inputs calls unreachable."""
+    counts = decisions.tally(decisions.recorded_calls())
+    assert set(counts) <= set(decision_inputs.TARGETS)
+    thin = {target: counts[target] for target in decision_inputs.TARGETS if counts[target] < 6}
+    assert not thin, f"paths of the split that few recorded calls take: {thin}"
 
 
 def test_a_bad_record_is_one_clear_error(tmp_path, monkeypatch):

@@ -21,7 +21,7 @@ import random
 import sys
 from pathlib import Path
 
-from conformance import boundaries, config_inputs, split_inputs
+from conformance import boundaries, config_inputs, decision_inputs, split_inputs
 from models.config import ConfigInputs
 from models.scheduler import SplitCall, SplitParams
 from proofs.catalog.recorded import FUNCTIONS, RECORDED, SPLIT_CALL, SPLIT_PARAMS, VERSION
@@ -30,6 +30,7 @@ SEED = 20261201
 SPLIT_BOUNDARY_CASES = 1500
 SPLIT_RANDOM_CASES = 1000
 SPLIT_JUNCTION_CASES = 400
+SPLIT_DECISION_ROUNDS = 4  # 688 calls: decision_inputs.TARGETS, each 4 or 12 times
 CHECKPOINT_POSITION_CASES = 400
 CHECKPOINT_VALID_CASES = 1500
 CONFIG_BOUNDARY_CASES = 800
@@ -86,6 +87,8 @@ def record(real_split, real_config) -> dict:
     valid += [split_inputs.random_checkpoint_valid_input(rng) for _ in range(CHECKPOINT_VALID_CASES // 2)]
     scenarios = _sample(rng, list(config_inputs.boundary_scenarios()), CONFIG_BOUNDARY_CASES)
     scenarios += [config_inputs.random_scenario(rng) for _ in range(CONFIG_RANDOM_CASES)]
+    # Drawn last, so that every case drawn before them is the one recorded before them.
+    split_cases += decision_inputs.decision_calls(rng, SPLIT_DECISION_ROUNDS)
 
     def rows(cases, real, row):
         kept = []
