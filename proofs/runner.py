@@ -30,6 +30,7 @@ from proofs.solver import (
     REFUTED,
     UNKNOWN,
     VACUOUS,
+    Kind,
     Outcome,
     Query,
     SolverOptions,
@@ -337,14 +338,16 @@ def _run_theorem(
         # and the step's obligations only where it finds none.
         found = decide_obligation(search, variant, refuting, context)
     outcomes = []
-    if refuting.refute_first and search is None and len(theorem.obligations) > 1:
+    obligations = theorem.obligations
+    if refuting.refute_first and search is None and len(obligations) > 1:
+        obligations = _stating_first(obligations, variant, conjuncts_refuted_alone(theorem.name, variant_name))
         for probing in _cheap_passes(refuting):
-            refuted = _first_refuted(theorem.obligations, variant, probing, context)
+            refuted = _first_refuted(obligations, variant, probing, context)
             if refuted is not None:
                 outcomes.append(refuted)
                 break
         refuting = replace(refuting, probed=True)
-    for o in theorem.obligations if not outcomes and (found is None or found.verdict != REFUTED) else ():
+    for o in obligations if not outcomes and (found is None or found.verdict != REFUTED) else ():
         outcomes.append((o, decide_obligation(o, variant, refuting, context)))
         if refuting.refute_first and outcomes[-1][1].verdict == REFUTED:
             break  # one refuted obligation refutes the theorem (or, with a trace search, starts it)
@@ -467,6 +470,24 @@ def _cheap_passes(refuting: SolverOptions) -> tuple[SolverOptions, ...]:
         replace(refuting, probe_only=True, rungs=(0, 1)),
         replace(refuting, probe_only=True, rungs=(1, None)),
     )
+
+
+def _stating_first(obligations, variant, conjuncts: tuple[str, ...]) -> tuple:
+    """The obligations whose goals name one of `conjuncts`, the ones a hand
+    mutant must refute alone, first: the fault is there, and the others
+    would climb the ladder in vain before it. Names are read off the claim
+    on ints, every input 1 (a claim that cannot be read so keeps its place)."""
+    if not conjuncts:
+        return obligations
+
+    def names(obligation) -> set[str]:
+        ones = {v.name: True if v.kind is Kind.BOOL else 1 for v in obligation.variables}
+        try:
+            return set(obligation.formula(variant, ones).conjuncts)
+        except Exception:  # read symbolically, the obligation says what is wrong with it
+            return set()
+
+    return tuple(sorted(obligations, key=lambda o: not names(o) & set(conjuncts)))
 
 
 def _first_refuted(obligations, variant, options: SolverOptions, context: z3.Context) -> tuple | None:

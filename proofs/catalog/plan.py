@@ -28,8 +28,9 @@ from proofs.solver import Claim
 # The deployment's scheduler flags, every one free, beside the symbolic groups.
 PLAN_VARS = (
     GEOMETRY_VARS
-    + ints("hash_block", "align", "max_scheduled", size=True)
-    + ints("lookahead", "threshold")
+    + ints("align", "max_scheduled", size=True)
+    # The hash block is 0 when unset (the gcd of the spans then), so not a size the ladder pins at 1 and up.
+    + ints("hash_block", "lookahead", "threshold")
     + bools("eagle_drop", "ckpt_blocks", "shared")
 )
 

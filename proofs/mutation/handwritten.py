@@ -366,12 +366,12 @@ MUTANTS = {
             "eagle_annotated=bool(resolved.draft_spans),",
         ),
         _mutant(
-            "hash-block-gcd-of-targets",
-            "an unset hash block the gcd of the target spans alone, the cadence and draft spans left out",
+            "hash-block-one-when-unset",
+            "an unset hash block taken as one token, not the gcd of the spans",
             "plan",
             "plan",
             "arith.gcd_of(spans), d.hash_block_size",
-            "arith.gcd_of(resolved.target_spans), d.hash_block_size",
+            "1, d.hash_block_size",
         ),
         _mutant(
             "checkpoint-alignment-of-hash-block",
