@@ -23,7 +23,9 @@ def _last(r: range) -> int:
 
 
 class Positions:
-    """Token positions: the union of ascending ranges (steps positive)."""
+    """Token positions: the union of ascending ranges (steps positive) that
+    hold disjoint positions, as a trace's distinct chunk ends do; a position
+    in two ranges would be counted and iterated twice."""
 
     def __init__(self, ranges: Iterable[range] = ()) -> None:
         self.ranges = tuple(sorted((r for r in ranges if _count(r)), key=lambda r: r.start))

@@ -552,6 +552,58 @@ def restores_take_the_largest(variant: Variant, case: Case) -> Verdict:
     return checks.verdict(exercised=hits > 0 and not published.is_explicit)
 
 
+# --- Positions answers as the explicit set of its positions --------------------------
+
+# Progressions (first, step, count): every first and step up to these, counts 0..3; and the pairs of a few.
+PROGRESSION_FIRSTS = range(0, 7)
+PROGRESSION_STEPS = range(1, 7)
+PROGRESSION_COUNTS = range(0, 4)
+POSITION_SIZES = range(1, 9)
+
+
+def _progression_cases(_variant: Variant):
+    progressions = [
+        (first, step, count)
+        for first in PROGRESSION_FIRSTS
+        for step in PROGRESSION_STEPS
+        for count in PROGRESSION_COUNTS
+    ]
+    for progression in progressions:
+        yield {"progressions": str([progression])}
+    few = [p for p in progressions if p[2] == 3 and p[0] in (0, 1, 5) and p[1] in (2, 3, 4)]
+    for i, a in enumerate(few):
+        for b in few[i + 1 :]:
+            if not set(range(a[0], a[0] + a[1] * a[2], a[1])) & set(range(b[0], b[0] + b[1] * b[2], b[1])):
+                yield {"progressions": str([a, b])}
+
+
+def positions_are_their_set(_variant: Variant, case: Case) -> Verdict:
+    """Positions of the case's progressions against the sorted set of their positions, written out."""
+    checks = Checks()
+    progressions = [tuple(int(v) for v in p.split(",")) for p in case["progressions"].strip("[]()").split("), (")]
+    positions = Positions(range(first, first + step * count, step) for first, step, count in progressions)
+    every = sorted({first + step * i for first, step, count in progressions for i in range(count)})
+    for name, got, wanted in (
+        ("the positions", list(positions), every),
+        ("count", positions.count, len(every)),
+        ("empty", bool(positions), bool(every)),
+        ("first 2", positions.first(2), every[:2]),
+        ("last 2", positions.last(2), every[-2:]),
+    ):
+        if checks.differ(name, got, wanted):
+            return checks.verdict(f"{name}: {got}, the set's {wanted}")
+    top = max(every, default=0) + 2
+    for bound in range(-1, top + 1):
+        largest = max((q for q in every if q <= bound), default=None)
+        if checks.differ("at_most", positions.at_most(bound), largest):
+            return checks.verdict(f"at_most({bound}): {positions.at_most(bound)}, the set's {largest}")
+    for size in POSITION_SIZES:
+        multiples = [q for q in every if q % size == 0]
+        if checks.differ("multiples_of", list(positions.multiples_of(size)), multiples):
+            return checks.verdict(f"multiples_of({size}): {list(positions.multiples_of(size))}, the set's {multiples}")
+    return checks.verdict(exercised=len(progressions) > 1 and len(every) > 0)
+
+
 SMALL_NAMES = ", ".join(SMALL)
 BUILTINS = "every built-in deployment with its own request and budget"
 
@@ -652,6 +704,26 @@ THEOREMS = (
             _restore_cases,
             restores_take_the_largest,
             "a condensed trace with a position both restores restore",
+        ),
+    ),
+    Theorem(
+        "positions-are-their-set",
+        "loops",
+        "Bounded, by enumeration: models.positions.Positions of any disjoint progressions (not only those a "
+        "trace builds) holds exactly the set of their positions: iterated in order, its count, emptiness, first and "
+        "last two, the largest position at or below every bound (at_most) and the multiples of every size "
+        "(multiples_of) are the explicit set's.",
+        (),
+        enumeration=Enumeration(
+            f"one progression (first, step, count) for every first {PROGRESSION_FIRSTS.start}.."
+            f"{PROGRESSION_FIRSTS.stop - 1}, step {PROGRESSION_STEPS.start}..{PROGRESSION_STEPS.stop - 1} and count "
+            f"{PROGRESSION_COUNTS.start}..{PROGRESSION_COUNTS.stop - 1}, and every pair of disjoint progressions of "
+            "three positions with first 0, 1 or 5 and step 2, 3 or 4 (Positions holds disjoint ones, as a trace's "
+            "distinct chunk ends are); every bound from -1 to two past the largest "
+            f"position, every size {POSITION_SIZES.start}..{POSITION_SIZES.stop - 1}",
+            _progression_cases,
+            positions_are_their_set,
+            "two progressions with a position",
         ),
     ),
 )

@@ -230,6 +230,15 @@ MUTANTS = {
             "return min((q for q in Positions.of(published) if bounds.admit(q)), default=0)",
         ),
         _mutant(
+            "multiples-from-the-wrong-residue",
+            "Positions' first multiple of a size in a range solved for +start instead of -start: the same for a "
+            "range from 0 or of step 1, off for any other",
+            "positions",
+            "Positions.multiples_of",
+            "first = (-r.start // common)",
+            "first = (r.start // common)",
+        ),
+        _mutant(
             "full-hit-restorable",
             "the GPU restore leaves the last token to compute only through the hash lookahead: a full hit restorable",
             "reuse",
