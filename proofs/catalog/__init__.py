@@ -4,6 +4,7 @@ statement in words, and formulas over named inputs that return a Claim
 
 from proofs.catalog.base import Obligation, Theorem
 from proofs.catalog.config import THEOREMS as CONFIG
+from proofs.catalog.deploy import THEOREMS as DEPLOY
 from proofs.catalog.geometry import THEOREMS as GEOMETRY
 from proofs.catalog.groups import THEOREMS as GROUPS
 from proofs.catalog.loops import THEOREMS as LOOPS
@@ -13,7 +14,7 @@ from proofs.catalog.recorded import THEOREMS as RECORDED
 from proofs.catalog.split import THEOREMS as SPLIT
 
 CATALOGUE: dict[str, Theorem] = {
-    t.name: t for t in (*GEOMETRY, *CONFIG, *PLAN, *SPLIT, *PREFILL, *GROUPS, *LOOPS, *RECORDED)
+    t.name: t for t in (*GEOMETRY, *CONFIG, *PLAN, *SPLIT, *PREFILL, *GROUPS, *LOOPS, *RECORDED, *DEPLOY)
 }
 
 __all__ = ["CATALOGUE", "Obligation", "Theorem"]

@@ -239,6 +239,15 @@ MUTANTS = {
             "first = (r.start // common)",
         ),
         _mutant(
+            "eagle-head-sharded",
+            "`check` resolves an EAGLE head's cache group DCP-sharded like the target groups, where vLLM runs the "
+            "drafter at DCP 1",
+            "deploy",
+            "resolve_deployment",
+            "groups.append(CacheGroup(DRAFT, block, dcp_sharded=False, eagle=True))",
+            "groups.append(CacheGroup(DRAFT, block, dcp_sharded=sharded, eagle=True))",
+        ),
+        _mutant(
             "full-hit-restorable",
             "the GPU restore leaves the last token to compute only through the hash lookahead: a full hit restorable",
             "reuse",
