@@ -265,7 +265,11 @@ def symbolic_groups(x: dict) -> tuple[CacheGroup, ...]:
     return (
         *(CacheGroup(TARGET, page, dcp_sharded=s) for page, s in zip(pages, sharded, strict=True)),
         *(CacheGroup(RECURRENT, block) for block in _named(x, "rblock") or [x["page"]]),
-        *(CacheGroup(DRAFT, block, eagle=x["annotated"]) for block in _named(x, "draft_block")),
+        *(
+            # A draft group is DCP-sharded only where the inputs say so (`draft_sharded`, ...).
+            CacheGroup(DRAFT, block, dcp_sharded=x.get(indexed("draft_sharded", i), False), eagle=x["annotated"])
+            for i, block in enumerate(_named(x, "draft_block"), start=1)
+        ),
     )
 
 

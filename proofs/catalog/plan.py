@@ -31,7 +31,7 @@ PLAN_VARS = (
     + ints("align", "max_scheduled", size=True)
     # The hash block is 0 when unset (the gcd of the spans then), so not a size the ladder pins at 1 and up.
     + ints("hash_block", "lookahead", "threshold")
-    + bools("eagle_drop", "ckpt_blocks", "shared")
+    + bools("eagle_drop", "ckpt_blocks", "shared", "draft_sharded")
 )
 
 
@@ -104,6 +104,10 @@ def default_equivalence(variant, x, annotated):
     )
 
 
+def _same_spans(mine: tuple, theirs: tuple) -> object:
+    return arith.all_of(len(mine) == len(theirs), *(a == b for a, b in zip(mine, theirs, strict=False)))
+
+
 def reads_group_grid(variant, x, explicit, annotated):
     """The plan's cadence, target spans, split grid and acceptance are the
     ones the prefill theorems read from models.plan.group_grid and the
@@ -115,10 +119,7 @@ def reads_group_grid(variant, x, explicit, annotated):
         hypotheses=_domain(x),
         goal={
             "the group grid's cadence and split grid": arith.all_of(r == grid.cadence, s.block == grid.split_block),
-            "the group grid's target spans": arith.all_of(
-                len(p.target_spans) == len(grid.target_spans),
-                *(a == b for a, b in zip(p.target_spans, grid.target_spans, strict=False)),
-            ),
+            "the group grid's target spans": _same_spans(p.target_spans, grid.target_spans),
             # The split's grid: PR457's cadence; 0.33.0's cache_config.block_size, reset after KV
             # planning to the smallest prefix-cacheable spec block (v1/engine/core.py:335-349).
             "the split grid is the cadence (PR457) or the smallest spec block (0.33.0)": s.block == r
@@ -137,6 +138,9 @@ def reads_group_grid(variant, x, explicit, annotated):
             "EAGLE drop": s.eagle_drop == arith.all_of(x["eagle_drop"], s.lookahead == 0),
             "a shared-prefix checkpoint": s.shared_prefix == arith.all_of(x["shared"], s.partial_hits, annotated),
             "the EAGLE annotation": s.eagle_annotated == annotated,
+            "the EAGLE spans the annotated draft groups' spans": _same_spans(
+                s.eagle_spans, grid.draft_spans if annotated else ()
+            ),
             "a given hash block": arith.implies(hash_block_given, h == x["hash_block"]),
             # Unset, the hash block is the gcd of every resolved span, the cadence's included.
             "an unset hash block the gcd of every span": arith.implies(
@@ -152,6 +156,11 @@ def reads_group_grid(variant, x, explicit, annotated):
             "EAGLE drop": s.eagle_drop,
             # The edge of the given hash block's condition, as Applies states one.
             "a given hash block of one token": arith.all_of(hash_block_given, x["hash_block"] == 1),
+            **(
+                {"a DCP-sharded EAGLE group with DCP > 1": arith.all_of(x["draft_sharded"], x["dcp"] >= 2)}
+                if annotated
+                else {}
+            ),
         },
     )
 

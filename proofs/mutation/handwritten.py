@@ -376,6 +376,14 @@ MUTANTS = {
             "shared_prefix=arith.all_of(d.shared_prefix_checkpoint, partial),",
         ),
         _mutant(
+            "eagle-spans-without-dcp",
+            "an EAGLE group's span read as its block, DCP left out, where the group is DCP-sharded",
+            "geometry",
+            "Geometry.eagle_spans",
+            "g.span(dcp)",
+            "g.block_size",
+        ),
+        _mutant(
             "every-draft-group-annotated",
             "every draft-attention group taken as an annotated EAGLE group, an MTP draft's included",
             "plan",
@@ -425,6 +433,23 @@ MUTANTS = {
             "publishes(end, cadence, tokens)",
             "publishes(end, params.block, tokens)",
             base=BASELINE,
+        ),
+        _mutant(
+            "publishes-by-chunk-length",
+            "a step publishes when its chunk's length, not its end, is a multiple of the cadence: the same for a "
+            "fresh request's first step, off the grid for a chunk that starts mid-cadence",
+            "prefill",
+            "prefill_step",
+            "publishes(end, cadence, tokens)",
+            "publishes(end - computed, cadence, tokens)",
+        ),
+        _mutant(
+            "aligned-without-the-budget",
+            "a chunk aligned down only when that leaves it a token, even where the grid fits in the budget",
+            "scheduler",
+            "chunk_end",
+            "arith.any_of(aligned_end > start, block <= max_prefill_tokens(p))",
+            "aligned_end > start",
         ),
         _mutant(
             "initial-column-of-whole-cadences",
@@ -578,6 +603,15 @@ MUTANTS = {
             "offload_restore_bounds",
             "chunks = (recurrent_chunk, *target_chunks, *eagle_chunks)",
             "chunks = (*target_chunks, *eagle_chunks)",
+        ),
+        _mutant(
+            "unannotated-drop-keeps-target-blocks",
+            "under EAGLE drop with no annotated group, the GPU restore no longer drops each attention group's "
+            "block beyond the position",
+            "reuse",
+            "gpu_restore_bounds",
+            "            *(one_block_beyond(unannotated_drop, span) for span in target_spans),\n",
+            "",
         ),
         _mutant(
             "offload-target-chunk-one-block",
