@@ -589,6 +589,8 @@ def positions_are_their_set(_variant: Variant, case: Case) -> Verdict:
         ("empty", bool(positions), bool(every)),
         ("first 2", positions.first(2), every[:2]),
         ("last 2", positions.last(2), every[-2:]),
+        ("held one by one", positions.is_explicit, all(count <= 1 for _, _, count in progressions)),
+        ("Positions.of the set", list(Positions.of(every)), every),
     ):
         if checks.differ(name, got, wanted):
             return checks.verdict(f"{name}: {got}, the set's {wanted}")
@@ -710,9 +712,10 @@ THEOREMS = (
         "positions-are-their-set",
         "loops",
         "Bounded, by enumeration: models.positions.Positions of any disjoint progressions (not only those a "
-        "trace builds) holds exactly the set of their positions: iterated in order, its count, emptiness, first and "
-        "last two, the largest position at or below every bound (at_most) and the multiples of every size "
-        "(multiples_of) are the explicit set's.",
+        "trace builds) holds exactly the set of their positions: iterated in order, its count, emptiness, first "
+        "and last two, whether it holds them one by one, the same set given one by one (Positions.of), the "
+        "largest position at or below every bound (at_most) and the multiples of every size (multiples_of) are "
+        "the explicit set's.",
         (),
         enumeration=Enumeration(
             f"one progression (first, step, count) for every first {PROGRESSION_FIRSTS.start}.."
