@@ -174,6 +174,15 @@ MUTANTS = {
             "while computed <= prefill_end(prompt, tokens)",
         ),
         _mutant(
+            "prefill-loop-stops-at-the-prompt",
+            "run_prefill stops stepping at the prompt, not the prefill's end: a resumed request's outputs are "
+            "left unreplayed",
+            "prefill",
+            "run_prefill",
+            "while computed < prefill_end(prompt, tokens)",
+            "while computed < prompt",
+        ),
+        _mutant(
             "chunk-column-of-start",
             "run_prefill records each chunk's state column as that of its start, not of its end",
             "prefill",
