@@ -143,8 +143,8 @@ def smaller_than_recorded(theorem_name: str, variant_name: str, decision: Decisi
     except RecordError as error:
         return ERROR, str(error)
     again = f"{DOMAINS.command} --theorem {theorem_name}"
-    if recorded is None:
-        return ERROR, f"no recorded domain size for {variant_name}; record it: {again}"
+    if recorded is None or not isinstance(recorded.get("checks"), dict):
+        return ERROR, f"no recorded domain size and checks for {variant_name}; record them: {again}"
     if decision.cases < recorded["cases"]:
         return VACUOUS, (
             f"{decision.cases} cases decided, {recorded['cases']} recorded: a smaller domain proves less; if it "
