@@ -33,16 +33,8 @@ from models.every_length import gpu_reuse_every_length
 from models.hf_config import builtin_model_names, load_model
 from models.plan import plan
 from models.variants import get_variant
+from proofs.catalog.deploy import KIMI_K3_FLAGS as KIMI_K3
 from proofs.hitlaw import prove_hit_law, simulated_hit
-
-KIMI_K3 = {
-    "tensor_parallel_size": 16,
-    "decode_context_parallel_size": 16,
-    "block_size": 768,
-    "max_num_scheduled_tokens": 4096,
-    "speculative_config": {"method": "eagle", "num_speculative_tokens": 3},
-    "kv_transfer_config": {"kv_connector": "OffloadingConnector"},
-}
 
 
 def deployments(models: list[str]):

@@ -25,20 +25,18 @@ from models.variants import Variant
 from proofs.catalog.base import Theorem
 from proofs.enumerated import Case, Checks, Enumeration, Verdict
 
+# Kimi-K3 at TP16/DCP16 as deployed, but for its --mamba-block-size (the benchmark of `check` reads it too).
+KIMI_K3_FLAGS = {
+    "tensor_parallel_size": 16,
+    "decode_context_parallel_size": 16,
+    "block_size": 768,
+    "max_num_scheduled_tokens": 4096,
+    "speculative_config": {"method": "eagle", "num_speculative_tokens": 3},
+    "kv_transfer_config": {"kv_connector": "OffloadingConnector"},
+}
 # Each built-in geometry file, the model and the flags it records (its header names them).
 DEPLOYED = {
-    "kimi-k3-tp16-dcp16": (
-        "kimi-k3",
-        {
-            "tensor_parallel_size": 16,
-            "decode_context_parallel_size": 16,
-            "block_size": 768,
-            "mamba_block_size": 12288,
-            "max_num_scheduled_tokens": 4096,
-            "speculative_config": {"method": "eagle", "num_speculative_tokens": 3},
-            "kv_transfer_config": {"kv_connector": "OffloadingConnector"},
-        },
-    ),
+    "kimi-k3-tp16-dcp16": ("kimi-k3", {**KIMI_K3_FLAGS, "mamba_block_size": 12288}),
     "kimi-linear-48b-tp4-dcp4": (
         "kimi-linear",
         {"tensor_parallel_size": 4, "decode_context_parallel_size": 4, "mamba_block_size": 2048},

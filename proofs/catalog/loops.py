@@ -11,6 +11,7 @@ restorable predicates), never a restated formula.
 
 from __future__ import annotations
 
+import json
 from functools import cache
 
 from models.geometry import Geometry, builtin_geometry_names, load_geometry, parse_geometry
@@ -561,6 +562,10 @@ PROGRESSION_COUNTS = range(0, 4)
 POSITION_SIZES = range(1, 9)
 
 
+def _progression(first: int, step: int, count: int) -> range:
+    return range(first, first + step * count, step)
+
+
 def _progression_cases(_variant: Variant):
     progressions = [
         (first, step, count)
@@ -569,20 +574,20 @@ def _progression_cases(_variant: Variant):
         for count in PROGRESSION_COUNTS
     ]
     for progression in progressions:
-        yield {"progressions": str([progression])}
+        yield {"progressions": json.dumps([progression])}
     few = [p for p in progressions if p[2] == 3 and p[0] in (0, 1, 5) and p[1] in (2, 3, 4)]
     for i, a in enumerate(few):
         for b in few[i + 1 :]:
-            if not set(range(a[0], a[0] + a[1] * a[2], a[1])) & set(range(b[0], b[0] + b[1] * b[2], b[1])):
-                yield {"progressions": str([a, b])}
+            if not set(_progression(*a)) & set(_progression(*b)):
+                yield {"progressions": json.dumps([a, b])}
 
 
 def positions_are_their_set(_variant: Variant, case: Case) -> Verdict:
     """Positions of the case's progressions against the sorted set of their positions, written out."""
     checks = Checks()
-    progressions = [tuple(int(v) for v in p.split(",")) for p in case["progressions"].strip("[]()").split("), (")]
-    positions = Positions(range(first, first + step * count, step) for first, step, count in progressions)
-    every = sorted({first + step * i for first, step, count in progressions for i in range(count)})
+    progressions = json.loads(case["progressions"])
+    positions = Positions(_progression(*p) for p in progressions)
+    every = sorted({q for p in progressions for q in _progression(*p)})
     for name, got, wanted in (
         ("the positions", list(positions), every),
         ("count", positions.count, len(every)),

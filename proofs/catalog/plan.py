@@ -70,6 +70,11 @@ def _domain(x: dict) -> dict[str, object]:
     }
 
 
+def _same_spans(mine: tuple, theirs: tuple) -> object:
+    """As many, and each equal to its counterpart."""
+    return arith.all_of(len(mine) == len(theirs), *(a == b for a, b in zip(mine, theirs, strict=False)))
+
+
 def _same(mine, reference, skip=()) -> object:
     """Field by field equality of two records (tuples element-wise)."""
     equal = []
@@ -77,11 +82,7 @@ def _same(mine, reference, skip=()) -> object:
         if f.name in skip:
             continue
         a, b = getattr(mine, f.name), getattr(reference, f.name)
-        if isinstance(a, tuple):
-            equal.append(len(a) == len(b))
-            equal.extend(p == q for p, q in zip(a, b, strict=False))
-        else:
-            equal.append(a == b)
+        equal.append(_same_spans(a, b) if isinstance(a, tuple) else a == b)
     return arith.all_in(equal)
 
 
@@ -102,10 +103,6 @@ def default_equivalence(variant, x, annotated):
             **({"a shared-prefix checkpoint": mine.split.shared_prefix} if annotated else {}),
         },
     )
-
-
-def _same_spans(mine: tuple, theirs: tuple) -> object:
-    return arith.all_of(len(mine) == len(theirs), *(a == b for a, b in zip(mine, theirs, strict=False)))
 
 
 def reads_group_grid(variant, x, explicit, annotated):
@@ -180,7 +177,7 @@ def group_spans(variant, x):
     # one recurrent group, that block; with several, their lcm.
     resolved = [
         cadence(variant, group.block_size, x["explicit"], x["user_cadence"])
-        for group in groups
+        for group, _, _ in per_group
         if group.kind == RECURRENT
     ]
     targets = [span for group, _, span in per_group if group.kind == TARGET]
@@ -190,18 +187,14 @@ def group_spans(variant, x):
             "a recurrent group's spec block and span are the cadence": arith.all_in(
                 arith.all_of(block == grid.cadence, span == block) for block, span in recurrent
             ),
-            "the cadence is the recurrent groups' resolved blocks (their lcm)": grid.cadence
-            == (resolved[0] if len(resolved) == 1 else arith.lcm_of(resolved)),
+            "the cadence is the recurrent groups' resolved blocks (their lcm)": grid.cadence == arith.lcm_of(resolved),
             "an attention group's spec block is its page": arith.all_in(
                 block == group.block_size for group, block, _ in attention
             ),
             "an attention group's span is its spec block, times DCP when sharded": arith.all_in(
                 span == arith.ite(group.dcp_sharded, block * dcp, block) for group, block, span in attention
             ),
-            "one target span per target group": arith.all_of(
-                len(targets) == len(grid.target_spans),
-                *(a == b for a, b in zip(targets, grid.target_spans, strict=False)),
-            ),
+            "one target span per target group": _same_spans(targets, grid.target_spans),
         },
         covers={"a sharded target group with DCP > 1": arith.all_of(x["sharded"], dcp >= 2)},
     )
