@@ -109,6 +109,8 @@ def minimal_hypotheses(
     deletions = DeletionQueries(problem, encoding, negated_goal)
     unconfirmed = []
     for name in [n for n in needed if n not in known_needed]:
+        if deletions.shown_at_recorded_input(needed, name):
+            continue
         pinned = deletions.pinned_answer(needed, name)
         if pinned == z3.sat:
             continue
@@ -153,9 +155,36 @@ class DeletionQueries:
     def __init__(self, problem: _Problem, encoding: _Encoding, negated_goal: z3.BoolRef) -> None:
         self.problem, self.encoding, self.negated_goal = problem, encoding, negated_goal
         self.solvers: dict[tuple[int, int] | None, z3.Solver] = {}
+        self._failing: list[dict[str, bool]] | None = None
         ctx = problem.context
         self.holds = {name: z3.Bool(f"deletion holds: {name}", ctx) for name in encoding.hypotheses}
         self.fails = {name: z3.Bool(f"deletion fails: {name}", ctx) for name in encoding.hypotheses}
+
+    def shown_at_recorded_input(self, kept: dict, name: str) -> bool:
+        """A model of the query found among the problem's recorded inputs
+        (SolverOptions.recorded_inputs) on the concrete model: `name` false,
+        every other hypothesis in `kept` true, the goal false. The concrete
+        model is what a refutation replays on, so such an input shows the
+        hypothesis needed as a sat answer would, and the query is not posed."""
+        return any(
+            not holds.get(name, True) and all(holds.get(other, False) for other in kept if other != name)
+            for holds in self._goal_failing()
+        )
+
+    def _goal_failing(self) -> list[dict[str, bool]]:
+        """Each hypothesis's truth at every recorded input of this case where
+        the concrete model reads the claim, dividing by no zero, and its goal
+        fails; none for a query that asks for no failure (a contradiction's
+        core: the negated goal true)."""
+        if self._failing is None:
+            self._failing = []
+            if not z3.is_true(self.negated_goal):
+                self._failing = [
+                    {name: bool(holds) for name, holds in reading.claim.hypotheses.items()}
+                    for reading in self.problem.recorded_readings()
+                    if reading.in_case(self.encoding.fixed) and not reading.crashed and not reading.claim.goal
+                ]
+        return self._failing
 
     def check(self, kept: dict, name: str, limit: int) -> z3.CheckSatResult:
         """The full query, within `limit`."""

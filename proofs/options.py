@@ -29,6 +29,8 @@ class SolverOptions:
     probe_only: bool = False
     # The probe already ran on this obligation and found nothing: it is seeded, so it is not run again.
     probed: bool = False
+    # Only the recorded inputs are read (proofs/recorded_inputs.py): no random input, no ladder.
+    recorded_only: bool = False
     # The rungs of the ladder (proofs.refutation.SIZE_LADDER) the cheap refuters
     # climb, as slice bounds; the probe runs with the first rung.
     rungs: tuple[int, int | None] = (0, None)
@@ -42,3 +44,8 @@ class SolverOptions:
     naive: bool = False  # Z3's own div and mod, for the benchmark's comparison only
     # Hypotheses a sibling obligation already showed needed: reported used, not checked again.
     known_needed: tuple[str, ...] = ()
+    # The records' inputs of this obligation (proofs/recorded_inputs.py), each
+    # as (name, value) pairs: candidate models read on the concrete model
+    # before a query (a recorded counterexample, a cover goal reached, a
+    # hypothesis shown needed).
+    recorded_inputs: tuple[tuple[tuple[str, int | bool], ...], ...] = ()

@@ -23,6 +23,7 @@ from proofs.claims import UnknownConjunct, conjunct_alone, replay
 from proofs.enumerated import DOMAINS, claim_text, decide_enumeration, smaller_than_recorded
 from proofs.mutation.handwritten import MUTANTS, in_effect, resolve
 from proofs.mutation.patch import PatchError
+from proofs.recorded_inputs import recorded_inputs
 from proofs.solver import (
     DEFAULT_RLIMIT,
     ERROR,
@@ -330,25 +331,26 @@ def _run_theorem(
 ) -> Entry:
     started = time.perf_counter()
     refuting = replace(run, refute_first=expected == REFUTED)
+    recorded = recorded_inputs(theorem.name, variant_name)
     search = theorem.trace_search
     found = None
     if refuting.refute_first and search is not None:
         # A fresh request's replayed trace refutes the theorem whatever its
         # step lemma says: for an expected refutation it is searched first,
         # and the step's obligations only where it finds none.
-        found = decide_obligation(search, variant, refuting, context)
+        found = decide_obligation(search, variant, refuting, context, recorded)
     outcomes = []
     obligations = theorem.obligations
     if refuting.refute_first and search is None and len(obligations) > 1:
         obligations = _stating_first(obligations, variant, conjuncts_refuted_alone(theorem.name, variant_name))
         for probing in _cheap_passes(refuting):
-            refuted = _first_refuted(obligations, variant, probing, context)
+            refuted = _first_refuted(obligations, variant, probing, context, recorded)
             if refuted is not None:
                 outcomes.append(refuted)
                 break
         refuting = replace(refuting, probed=True)
     for o in obligations if not outcomes and (found is None or found.verdict != REFUTED) else ():
-        outcomes.append((o, decide_obligation(o, variant, refuting, context)))
+        outcomes.append((o, decide_obligation(o, variant, refuting, context, recorded)))
         if refuting.refute_first and outcomes[-1][1].verdict == REFUTED:
             break  # one refuted obligation refutes the theorem (or, with a trace search, starts it)
     verdict, reason, counterexample, used, unconfirmed = _combine(theorem, outcomes)
@@ -372,7 +374,7 @@ def _run_theorem(
         reason = "a fresh request's trace violates it" if verdict == REFUTED else f"{search.name}: {found.reason}"
     elif verdict == UNKNOWN and search is not None and any(o.verdict == REFUTED for _, o in outcomes):
         if found is None:
-            found = decide_obligation(search, variant, replace(run, refute_first=True), context)
+            found = decide_obligation(search, variant, replace(run, refute_first=True), context, recorded)
             spent += found.rlimit
             reused += found.reused
         if found.verdict == REFUTED:
@@ -386,14 +388,14 @@ def _run_theorem(
     if verdict == PROVED:
         for hypothesis in theorem.ablate:
             ablation = replace(run, refute_first=True, drop=frozenset([hypothesis]))
-            dropped = [decide_obligation(o, variant, ablation, context) for o in theorem.obligations]
+            dropped = [decide_obligation(o, variant, ablation, context, recorded) for o in theorem.obligations]
             ablations[hypothesis] = REFUTED if any(d.verdict == REFUTED for d in dropped) else dropped[0].verdict
             reused += sum(d.reused for d in dropped)
     conjuncts_alone = {}
     if verdict == REFUTED:
         refuted = next(((o, out) for o, out in outcomes if out.verdict == REFUTED), None)
         for name in conjuncts_refuted_alone(theorem.name, variant_name):
-            alone, cost, shared = _refuted_alone_verdict(theorem, name, variant, run, context, refuted)
+            alone, cost, shared = refuted_alone_verdict(theorem, name, variant, run, context, refuted, recorded)
             conjuncts_alone[name] = alone.verdict
             spent += cost
             reused += shared
@@ -423,8 +425,14 @@ def _run_theorem(
     )
 
 
-def _refuted_alone_verdict(
-    theorem: Theorem, name: str, variant, run: SolverOptions, context: z3.Context, refuted: tuple | None
+def refuted_alone_verdict(
+    theorem: Theorem,
+    name: str,
+    variant,
+    run: SolverOptions,
+    context: z3.Context,
+    refuted: tuple | None,
+    recorded: dict[str, tuple] | None = None,
 ) -> tuple[Outcome, int, int]:
     """The theorem with its goal cut to the conjunct `name`, on each
     obligation that has it: REFUTED (replayed, as every refutation) by the
@@ -449,7 +457,7 @@ def _refuted_alone_verdict(
     passes = [*_cheap_passes(refuting), replace(refuting, probed=True)] if len(alone) > 1 else [refuting]
     for options in passes:
         for obligation in alone:
-            outcome = decide_obligation(obligation, variant, options, context)
+            outcome = decide_obligation(obligation, variant, options, context, recorded)
             spent, reused = spent + outcome.rlimit, reused + outcome.reused
             if outcome.verdict == REFUTED:
                 return outcome, spent, reused
@@ -461,12 +469,15 @@ def _refuted_alone_verdict(
 
 def _cheap_passes(refuting: SolverOptions) -> tuple[SolverOptions, ...]:
     """The cheap refuters of a refutation of several obligations, pass by
-    pass, each pass over every obligation before the next: the probe and
-    the ladder's first rung, then its higher rungs. Nearly every
+    pass, each pass over every obligation before the next: the recorded
+    inputs alone (a recorded counterexample costs one reading wherever its
+    obligation is in the order), the probe and the ladder's first rung,
+    then its higher rungs. Nearly every
     counterexample of --tier all is found in the first rung; an obligation
     the fault leaves alone climbs every rung in vain (0.3 to 0.4 s), so it
     is not climbed before the first rung of the others."""
     return (
+        replace(refuting, probe_only=True, recorded_only=True),
         replace(refuting, probe_only=True, rungs=(0, 1)),
         replace(refuting, probe_only=True, rungs=(1, None)),
     )
@@ -490,10 +501,12 @@ def _stating_first(obligations, variant, conjuncts: tuple[str, ...]) -> tuple:
     return tuple(sorted(obligations, key=lambda o: not names(o) & set(conjuncts)))
 
 
-def _first_refuted(obligations, variant, options: SolverOptions, context: z3.Context) -> tuple | None:
+def _first_refuted(
+    obligations, variant, options: SolverOptions, context: z3.Context, recorded: dict[str, tuple] | None = None
+) -> tuple | None:
     """(obligation, outcome) of the first obligation `options` refutes, or None."""
     for o in obligations:
-        outcome = decide_obligation(o, variant, options, context)
+        outcome = decide_obligation(o, variant, options, context, recorded)
         if outcome.verdict == REFUTED:
             return o, outcome
     return None
@@ -537,12 +550,21 @@ def claim_key(theorem: Theorem, variant_name: str, expected: str, rlimit: int, s
 
 
 def decide_obligation(
-    obligation: Obligation, variant, run: SolverOptions, context: z3.Context | None = None
+    obligation: Obligation,
+    variant,
+    run: SolverOptions,
+    context: z3.Context | None = None,
+    recorded: dict[str, tuple] | None = None,
 ) -> Outcome:
     """`solver.decide` on an obligation under the run's options (budget,
     seed, refute-first, hypotheses dropped), decided as its theorem says
-    (Obligation.options)."""
-    return decide(obligation.formula, obligation.variables, variant, obligation.options(run), context)
+    (Obligation.options). `recorded`: the theorem's recorded inputs by
+    obligation (proofs/recorded_inputs.py), offered to the solver as
+    candidate models."""
+    options = obligation.options(run)
+    if recorded:
+        options = replace(options, recorded_inputs=recorded.get(obligation.name, ()))
+    return decide(obligation.formula, obligation.variables, variant, options, context)
 
 
 def formula_location(formula) -> str:

@@ -21,7 +21,7 @@ import z3
 
 from models import arith
 from proofs import minimisation, queries, refutation
-from proofs.claims import Claim, Formula, Kind, Var, replay, symbolic_inputs
+from proofs.claims import Claim, Formula, Kind, Var, hypotheses_false, replay, symbolic_inputs
 from proofs.options import DEFAULT_RLIMIT, DEFAULT_WALL_LIMIT, SolverOptions
 from proofs.queries import Answer, Query, QueryCache, shared_queries, standard_smt2
 from proofs.watchdog import WATCHDOG
@@ -337,6 +337,22 @@ class _Encoding:
         return {v.name: values[v.name] for v in self.problem.variables}
 
 
+@dataclass(frozen=True)
+class RecordedReading:
+    """A recorded input and the claim the concrete model reads there."""
+
+    values: dict
+    claim: Claim
+    crashed: bool  # the model divided by zero on the way: what follows is not the model's
+
+    def in_case(self, case: dict) -> bool:
+        return all(self.values[name] == value for name, value in case.items())
+
+    def admitted(self, drop=()) -> bool:
+        """Every hypothesis but those in `drop` holds."""
+        return not hypotheses_false(self.claim, drop)
+
+
 @dataclass
 class _Problem:
     formula: Formula
@@ -348,6 +364,7 @@ class _Problem:
     reused: int = 0
     hypothesis_names: list[str] | None = None
     _encodings: dict = field(default_factory=dict)
+    _readings: list | None = None
 
     @property
     def drop(self) -> frozenset[str]:
@@ -411,6 +428,11 @@ class _Problem:
             dict(zip(case_split, values, strict=True))
             for values in itertools.product((False, True), repeat=len(case_split))
         ]
+        values = None if refute_first else self.recorded_counterexample({})
+        if values is not None:
+            # A recorded counterexample of the theorem's (another variant's,
+            # a mutant's) that this variant fails too: refuted with no query.
+            return self._refuted(values, {})
         if refute_first and not self.options.probed:
             # On the obligation whole, every flag free: the probe draws the
             # flags too, and a geometry's one query covers every case, where
@@ -574,6 +596,8 @@ class _Problem:
 
         def needed(name: str) -> bool:
             kept = encoding.hypotheses
+            if deletions.shown_at_recorded_input(kept, name):
+                return True
             pinned = deletions.pinned_answer(kept, name)
             if pinned != z3.unsat:
                 return pinned == z3.sat
@@ -619,7 +643,7 @@ class _Problem:
         named = {tuple(reading.claim.covers) for reading in readings}
         names = named.pop() if len(named) == 1 else tuple(self.encoding({}).claim.covers)
         for name in names:
-            if any(
+            if self._recorded_cover(name) or any(
                 name in case.claim.covers and self._pinned_model(case, _bool(case.claim.covers[name], self.context))
                 for case in readings
             ):
@@ -637,6 +661,48 @@ class _Problem:
             if answer.result == z3.unknown:
                 return Outcome(UNKNOWN, reason=f"cover goal {name!r}: {answer.reason}")
         return None
+
+    def recorded_counterexample(self, case: dict) -> dict | None:
+        """The first recorded input (SolverOptions.recorded_inputs) in `case`
+        that replays: every hypothesis but those dropped holds on the
+        concrete model, and the goal fails there or the model divides by zero."""
+        for reading in self.recorded_readings():
+            if reading.in_case(case) and reading.admitted(self.drop) and (reading.crashed or not reading.claim.goal):
+                return reading.values
+        return None
+
+    def _recorded_cover(self, cover: str) -> bool:
+        """Whether a recorded input is a model of the hypotheses and of the
+        cover goal `cover` on the concrete model: the cover check's first
+        try, with no query. Not the vacuity check's: the pinned queries
+        it would spare set the term ids the proof then meets, and a
+        generated config mutant's proof found no counterexample without
+        them (tests/test_exact_lcm.py)."""
+        return any(
+            not reading.crashed and reading.admitted(self.drop) and bool(reading.claim.covers.get(cover, False))
+            for reading in self.recorded_readings()
+        )
+
+    def recorded_readings(self) -> list[RecordedReading]:
+        """The claim at each recorded input of this obligation's inputs that
+        the concrete model reads, divisions by zero recorded as claims.replay
+        reads them; read once per problem. Where the model reads a claim
+        without dividing by zero, its reading is the symbolic one's at those
+        inputs (one formula, two readings)."""
+        if self._readings is None:
+            self._readings = []
+            names = {v.name for v in self.variables}
+            for pairs in self.options.recorded_inputs:
+                values = dict(pairs)
+                if set(values) != names:
+                    continue
+                with arith.divisions_by_zero_recorded() as crashes:
+                    try:
+                        claim = self.formula(self.variant, dict(values))
+                    except ZeroDivisionError:
+                        continue  # a division outside models/arith.py
+                self._readings.append(RecordedReading(values, claim, bool(crashes)))
+        return self._readings
 
     def _pinned_model(self, encoding: _Encoding, target: z3.BoolRef) -> bool:
         """Whether `target` holds in some model of the hypotheses with every
