@@ -7,7 +7,7 @@ from models.config import MLA_KERNEL_FLOOR, ConfigInputs, resolve
 from models.plan import cadence
 from models.variants import BASELINE
 from proofs.catalog.base import Obligation, Theorem, bools, ints
-from proofs.claims import at_least
+from proofs.claims import at_least, at_most
 from proofs.mutation.patch import pristine
 from proofs.solver import Claim
 
@@ -134,15 +134,23 @@ def plan_reads_resolved_cadence(variant, x):
 def kernel_alignment(variant, x):
     """vLLM's K (platforms/interface.py:1068-1088): the current block size and
     the backend's smallest kernel block both bound it from below (with MLA,
-    128 too); with a recurrent state the resolved block is at least K."""
+    128 too); in align mode a checkpoint alignment, when set, multiplies the
+    largest of them at most (K is their lcm with it); with a recurrent state
+    the resolved block is at least K."""
     out = resolve(variant, config_inputs(x))
     k = out.kernel_alignment
+    largest_lower = arith.maximum(x["kernel_min"], x["block_in"], arith.ite(x["use_mla"], MLA_KERNEL_FLOOR, 1))
+    checkpoint_set = arith.all_of(x["align_mode"], x["checkpoint_alignment"] >= 1)
+    checkpoint = arith.ite(checkpoint_set, x["checkpoint_alignment"], 1)
     return Claim(
         hypotheses=config_domain(x),
         goal={
             "at least the backend's smallest kernel block": at_least(k, x["kernel_min"]),
             "at least the current block size": at_least(k, x["block_in"]),
             "at least the MLA floor with MLA": at_least(k, MLA_KERNEL_FLOOR, when=x["use_mla"]),
+            "at most the largest lower bound times a checkpoint alignment set in align mode": at_most(
+                k, largest_lower * checkpoint
+            ),
             "the resolved block at least K with a recurrent state": at_least(
                 out.block_size, k, when=x["mamba_page"] >= 1, edge=x["mamba_page"] == 1
             ),
@@ -183,7 +191,8 @@ THEOREMS = (
     _theorem(
         "config-kernel-alignment",
         "The kernel alignment K is at least the current block size and the attention backend's smallest kernel "
-        "block (and 128 with MLA), and, with a recurrent state, at most the resolved block size.",
+        "block (and 128 with MLA), at most the largest of those times the checkpoint alignment when one is set "
+        "in align mode, and, with a recurrent state, at most the resolved block size.",
         kernel_alignment,
     ),
     _theorem(

@@ -281,6 +281,14 @@ MUTANTS = {
             "requested = arith.minimum(budget, prompt - computed)",
         ),
         _mutant(
+            "checkpoint-less-alignment-two",
+            "a deployment without a checkpoint alignment (0) aligned to 2 instead of 1: an odd kernel doubled",
+            "config",
+            "resolve",
+            "arith.ite(c.checkpoint_alignment == 0, 1, c.checkpoint_alignment)",
+            "arith.ite(c.checkpoint_alignment == 0, 2, c.checkpoint_alignment)",
+        ),
+        _mutant(
             "cadence-overwritten-outside-align",
             "the recurrent block size overwritten with the block size outside align mode too",
             "config",
