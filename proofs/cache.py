@@ -30,7 +30,7 @@ from pathlib import Path
 import z3
 
 from models.errors import GridproofError
-from proofs import edges, inputs_read, needed
+from proofs import counterexamples, edges, inputs_read, needed
 from proofs.catalog import Theorem
 from proofs.records import RecordError
 from proofs.runner import Entry, claim_texts, conjuncts_refuted_alone, model_sources_hash, theorem_location
@@ -56,6 +56,8 @@ PROCEDURE = (
     "proofs/needed.py",
     "proofs/inputs_read.py",
     "proofs/records.py",
+    "proofs/recorded_inputs.py",
+    "proofs/counterexamples.py",
 )
 _ROOT = Path(__file__).resolve().parent.parent
 
@@ -101,6 +103,7 @@ def entry_key(theorem: Theorem, variant_name: str, expected: str, rlimit: int, t
         parts.append(_recorded(edges, theorem.name))  # what a proof's domain must hold (proofs/edges.py)
         parts.append(_recorded(needed, theorem.name))  # what a proof must need (proofs/needed.py)
         parts.append(_recorded(inputs_read, theorem.name))  # what a proof must read (proofs/inputs_read.py)
+        parts.append(_recorded(counterexamples, theorem.name))  # candidate models (proofs/recorded_inputs.py)
     parts += claim_texts(theorem, variant_name)
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
