@@ -81,8 +81,8 @@ def crashing_mutant():
 
 def test_the_generated_mutant_that_crashes_is_refuted_by_the_config_theorem(crashing_mutant):
     theorem = CATALOGUE["config-default-equivalence"]
-    # Z3's model is the crash; with the recorded inputs offered, the vacuity
-    # check poses fewer queries and Z3 may answer with another counterexample.
+    # Z3's model that crashes is what this reads: offered the recorded
+    # inputs, a recorded edge refutes it first (the same crash, another input).
     with applied(crashing_mutant.patch), withheld():
         entry = run_theorem(theorem, "baseline", PROVED)
         assert entry.verdict == REFUTED, entry.reason
@@ -102,7 +102,7 @@ def test_mutate_counts_it_killed_by_a_refutation_not_by_an_error(crashing_mutant
     function = key(crashing_mutant.patch.module, crashing_mutant.patch.function)
     readers = reach.theorems[function]
     selected = [r for r in runs if r.theorem.name in readers]
-    with withheld():  # so that Z3's model is the crash, as above
+    with withheld():  # Z3's model, as above
         result = decide_mutant(crashing_mutant, selected, reach.calls.get(function, []))
     assert result.status == KILLED
     # The entry's reason is recorded with the kill: here the crash.

@@ -4,6 +4,7 @@ model answers it, so a stale or unfit input decides nothing."""
 
 import pytest
 
+from models import arith
 from proofs import counterexamples, minimisation, solver
 from proofs.catalog import CATALOGUE
 from proofs.claims import conjunct_alone, replay
@@ -124,3 +125,14 @@ def test_an_entry_decides_alike_with_its_recorded_inputs_withheld():
             alone = run_theorem(theorem, variant_name, expected)
         assert offered.verdict == alone.verdict == expected
         assert offered.conjuncts_alone == alone.conjuncts_alone
+
+
+def test_a_recorded_input_where_the_model_divides_by_zero_refutes_as_a_crash(monkeypatch):
+    def formula(variant, x):
+        return Claim(hypotheses={"b non-negative": x["b"] >= 0}, goal=arith.floordiv(x["b"], x["a"]) >= 0)
+
+    monkeypatch.setattr(solver._Problem, "check", _no_query)
+    outcome = decide(formula, (A, B), None, SolverOptions(recorded_inputs=(_pairs(a=0, b=3),)))
+    assert outcome.verdict == REFUTED
+    assert outcome.counterexample == {"a": 0, "b": 3}
+    assert outcome.reason.startswith("the model divides by zero at tests/test_recorded_inputs.py:")
