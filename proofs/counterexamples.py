@@ -22,7 +22,7 @@ import z3
 
 from proofs.claims import UnknownConjunct, conjunct_alone, replay
 from proofs.mutation.handwritten import in_effect
-from proofs.records import Record
+from proofs.records import Record, RecordError, refuted_variants
 from proofs.solver import REFUTED, SolverOptions
 
 RECORD = Path(__file__).parent / "recorded" / "counterexamples.json"
@@ -35,11 +35,6 @@ def recorded() -> dict:
     return RECORDED.theorems()
 
 
-def refuted_variants(expectation) -> list[str]:
-    """The variants and hand mutants a theorem's manifest entry expects to refute it."""
-    return [v for v, verdict in expectation.expected.items() if verdict == REFUTED]
-
-
 def found(theorem_names: list[str] | None = None) -> dict:
     """The record with `theorem_names` (all when None) decided afresh, every
     other theorem's kept."""
@@ -49,7 +44,7 @@ def found(theorem_names: list[str] | None = None) -> dict:
 
     try:
         current = dict(recorded())
-    except Exception:  # unreadable or absent: written afresh
+    except RecordError:  # unreadable or absent: written afresh
         current = {}
     manifest = load_manifest()
     theorems: dict = {}

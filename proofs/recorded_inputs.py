@@ -5,7 +5,7 @@ every hypothesis true) and the needed hypotheses' witnesses
 (proofs/needed.py, the goal false with one hypothesis dropped). Each is read
 on the concrete model before a query is posed, and a query is spared only
 where the concrete reading answers it (proofs/solver.py): a decision
-replays them first, the probe before its random inputs, a cover check looks
+replays them first, before the probe's random inputs, a cover check looks
 among them for a model, and a deletion check for an input that shows its
 hypothesis needed (proofs/minimisation.py). An input recorded for one
 variant is offered to every variant of the theorem (its own first): read on

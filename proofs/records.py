@@ -131,3 +131,11 @@ def proved_variants(expectation) -> list[str]:
     from proofs.solver import PROVED
 
     return [v for v, verdict in expectation.expected.items() if verdict == PROVED and not v.startswith("mutant:")]
+
+
+def refuted_variants(expectation) -> list[str]:
+    """The variants and hand mutants a theorem's manifest entry expects to refute it: what the recorded
+    counterexamples cover (proofs/counterexamples.py)."""
+    from proofs.solver import REFUTED
+
+    return [v for v, verdict in expectation.expected.items() if verdict == REFUTED]

@@ -32,8 +32,6 @@ def refute_small(problem: _Problem, case: dict, rungs: tuple[int, int | None] = 
     probe, then the ladder, rung by rung. `rungs`: the slice of SIZE_LADDER
     to climb; the probe runs with the first rung. Each rung draws the same
     geometries whichever slice is climbed."""
-    if problem.options.recorded_only:
-        return problem.recorded_counterexample(case)
     start, stop = rungs
     values = probe(problem, case) if start == 0 else None
     if values is None:
@@ -48,11 +46,9 @@ def _goal_violated(encoding) -> z3.BoolRef:
 def probe(problem: _Problem, case: dict) -> dict | None:
     """Random small inputs evaluated on the concrete model, before any
     query: where failures are dense this is the fastest refuter (random
-    testing's strength). The recorded inputs first. Seeded, so a rerun finds
-    the same input; what it finds replays by construction."""
-    found = problem.recorded_counterexample(case)
-    if found is not None:
-        return found  # recorded small: not shrunk
+    testing's strength). Seeded, so a rerun finds the same input; what it
+    finds replays by construction. The recorded inputs were replayed before
+    (solver.decide)."""
     rng = random.Random(problem.seed or 0)
     sizes = sorted({v for rung in SIZE_LADDER[:3] for v in rung})
     for _ in range(PROBES):

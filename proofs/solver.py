@@ -428,16 +428,16 @@ class _Problem:
             dict(zip(case_split, values, strict=True))
             for values in itertools.product((False, True), repeat=len(case_split))
         ]
-        values = None if refute_first else self.recorded_counterexample({})
+        values = self.recorded_counterexample({})
         if values is not None:
-            # A recorded counterexample of the theorem's (another variant's,
-            # a mutant's) that this variant fails too: refuted with no query.
+            # A recorded input this variant fails (a counterexample of its
+            # own, another variant's, a mutant's): refuted with no query.
             return self._refuted(values, {})
         if refute_first and not self.options.probed:
             # On the obligation whole, every flag free: the probe draws the
             # flags too, and a geometry's one query covers every case, where
             # case by case would cost a probe and a reading per case.
-            values = refutation.refute_small(self, {}, self.options.rungs)
+            values = None if self.options.recorded_only else refutation.refute_small(self, {}, self.options.rungs)
             if values is not None:
                 return self._refuted(values, {})
             if self.options.probe_only:

@@ -10,6 +10,7 @@ from proofs.catalog import CATALOGUE
 from proofs.claims import conjunct_alone, replay
 from proofs.mutation.handwritten import in_effect
 from proofs.recorded_inputs import recorded_inputs, withheld
+from proofs.records import refuted_variants
 from proofs.runner import load_manifest, run_theorem
 from proofs.solver import PROVED, REFUTED, UNKNOWN, VACUOUS, Claim, SolverOptions, Var, decide
 
@@ -111,7 +112,7 @@ def test_every_expected_refutation_has_a_recorded_counterexample():
     for name, theorem in CATALOGUE.items():
         if theorem.enumeration is not None or name not in manifest:
             continue
-        for variant_name in counterexamples.refuted_variants(manifest[name]):
+        for variant_name in refuted_variants(manifest[name]):
             assert record.get(name, {}).get(variant_name), f"{name} / {variant_name}"
 
 
