@@ -9,6 +9,7 @@ import sys
 
 from models.errors import GridproofError
 from proofs.commands.arguments import Parser
+from proofs.heap import pad_heap_top
 
 # One module of proofs/commands/ each, registered in this order. A command
 # line that names one imports only its module: every module imports what its
@@ -30,6 +31,7 @@ def build_parser(command: str | None = None) -> Parser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    pad_heap_top()
     try:
         argv = sys.argv[1:] if argv is None else argv
         named = argv[0] if argv and argv[0] in COMMANDS else None

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 import z3
+from z3 import z3core
 
 from models import arith
 from proofs import minimisation, queries, refutation
@@ -112,13 +113,34 @@ def exporting(wanted: bool) -> Iterator[None]:
 
 def _resource_count(ctx: z3.Context, checked: z3.Solver | None = None) -> int:
     """Z3's resource counter for the context `ctx`. It grows with every check,
-    simplification and unsat-core minimisation, cumulatively across solvers.
-    A solver's statistics read it as of its last check: `checked`, if it was
-    the last thing Z3 did, or else a trivial fresh check (a millisecond)."""
+    simplification and unsat-core minimisation, cumulatively across solvers,
+    and any solver's statistics read it as it stands: those of `checked`, or
+    else of a fresh solver after a trivial check (a millisecond). Read from
+    one solver kept for the purpose instead, the count no longer takes the
+    fresh solver's own, the next obligation of the entry meets other term
+    ids, and over --tier all 11 more hypotheses were left unconfirmed."""
     if checked is None:
         checked = z3.Solver(ctx=ctx)
         checked.check()
-    return int(checked.statistics().get_key_value("rlimit count"))
+    return _statistic(checked, "rlimit count")
+
+
+def _statistic(solver: z3.Solver, key: str) -> int:
+    """One of `solver`'s statistics, read from the end, where Z3 lists the
+    resource counter: Statistics.get_key_value converts every key first, and
+    a solver after a long check has a hundred of them."""
+    ctx = solver.ctx.ref()
+    statistics = z3core.Z3_solver_get_statistics(ctx, solver.solver)
+    z3core.Z3_stats_inc_ref(ctx, statistics)
+    try:
+        for i in reversed(range(z3core.Z3_stats_size(ctx, statistics))):
+            if z3core.Z3_stats_get_key(ctx, statistics, i) == key:
+                if z3core.Z3_stats_is_uint(ctx, statistics, i):
+                    return z3core.Z3_stats_get_uint_value(ctx, statistics, i)
+                return int(z3core.Z3_stats_get_double_value(ctx, statistics, i))
+    finally:
+        z3core.Z3_stats_dec_ref(ctx, statistics)
+    raise KeyError(key)
 
 
 class _Budget:

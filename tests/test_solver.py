@@ -681,3 +681,26 @@ def test_two_conjuncts_built_as_one_condition_are_an_error():
         )
 
     assert decide(distinct, (A,), None).verdict == PROVED
+
+
+def test_the_resource_counter_is_read_as_z3s_statistics_have_it():
+    import z3
+
+    from proofs.solver import _resource_count
+
+    context = z3.Context()
+    x = z3.Int("x", context)
+    solver = z3.Solver(ctx=context)
+    solver.add(x * x > 3, x < 100)
+    assert solver.check() == z3.sat
+    counted = _resource_count(context, solver)
+    assert counted > 0
+    assert counted == int(solver.statistics().get_key_value("rlimit count"))
+
+
+def test_the_heap_padding_is_set_where_the_c_library_is_glibc():
+    import platform
+
+    from proofs.heap import pad_heap_top
+
+    assert pad_heap_top() is (platform.libc_ver()[0] == "glibc")
