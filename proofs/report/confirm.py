@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import concurrent.futures
 import multiprocessing
+from collections import Counter
 
 import z3
 
 from models.errors import GridproofError
 from proofs.lemmas import validity_queries
-from proofs.report.smt2 import exported
+from proofs.report.smt2 import CVC5_CONFIGURATIONS, command_line, exported
 from proofs.runner import progress
 
 SOLVERS = ("cvc5",)
@@ -35,8 +36,20 @@ class SolverMissing(GridproofError):
     pass
 
 
-def answer_cvc5(text: str, rlimit: int = CVC5_RLIMIT) -> str:
-    """cvc5's answer to a standard SMT-LIB script: sat, unsat or unknown."""
+def decide_cvc5(text: str, rlimit: int = CVC5_RLIMIT) -> tuple[str, str]:
+    """cvc5's answer to a standard SMT-LIB script under the first of
+    CVC5_CONFIGURATIONS that answers sat or unsat within `rlimit`, and that
+    configuration's command-line options; unknown (and '') when none does."""
+    for configuration in CVC5_CONFIGURATIONS:
+        answer = answer_cvc5(text, rlimit, configuration)
+        if answer in ("sat", "unsat"):
+            return answer, command_line(configuration)
+    return answer, ""
+
+
+def answer_cvc5(text: str, rlimit: int = CVC5_RLIMIT, configuration: tuple[tuple[str, str], ...] = ()) -> str:
+    """cvc5's answer to a standard SMT-LIB script under `configuration`
+    (option, value pairs): sat, unsat or unknown."""
     try:
         import cvc5
     except ImportError:
@@ -44,6 +57,8 @@ def answer_cvc5(text: str, rlimit: int = CVC5_RLIMIT) -> str:
     terms = cvc5.TermManager()
     solver = cvc5.Solver(terms)
     solver.setOption("rlimit-per", str(rlimit))
+    for name, value in configuration:
+        solver.setOption(name, value)
     symbols = cvc5.SymbolManager(terms)
     parser = cvc5.InputParser(solver, symbols)
     parser.setStringInput(cvc5.InputLanguage.SMT_LIB_2_6, text, "query")
@@ -84,7 +99,7 @@ def confirm(entries, solver: str = "cvc5", rlimit: int = CVC5_RLIMIT, jobs: int 
     `solver`; the per-entry agreement and the counts."""
     if solver not in SOLVERS:
         raise SolverMissing(f"--confirm: unknown solver {solver!r} (known: {', '.join(SOLVERS)})")
-    answer_cvc5("(check-sat)")  # a missing package stops here, before any work
+    answer_cvc5("(set-logic QF_LIA)\n(check-sat)")  # a missing package stops here, before any work
     posed: list[tuple[str, str, str]] = []  # (owner, file, expected), in order
     texts: list[str] = []
     for entry, _, query, name in exported(entries):
@@ -96,8 +111,8 @@ def confirm(entries, solver: str = "cvc5", rlimit: int = CVC5_RLIMIT, jobs: int 
         texts.append(text)
     answers = _answer_all(texts, rlimit, jobs)
     owners: dict[str, list[dict]] = {f"{e.theorem} / {e.variant}": [] for e in entries}
-    for (owner, name, expected), answer in zip(posed, answers, strict=True):
-        owners.setdefault(owner, []).append({"file": name, "expected": expected, "answer": answer})
+    for (owner, name, expected), (answer, options) in zip(posed, answers, strict=True):
+        owners.setdefault(owner, []).append({"file": name, "expected": expected, "answer": answer, "options": options})
     rows = []
     enumerated = {f"{e.theorem} / {e.variant}" for e in entries if e.enumeration}
     for owner, files in owners.items():
@@ -110,25 +125,27 @@ def confirm(entries, solver: str = "cvc5", rlimit: int = CVC5_RLIMIT, jobs: int 
     return {"solver": solver, "rlimit": rlimit, "queries": len(texts), "entries": rows, "counts": counts}
 
 
-def _answer_all(texts: list[str], rlimit: int, jobs: int) -> list[str]:
-    answers: list[str | None] = [None] * len(texts)
+def _answer_all(texts: list[str], rlimit: int, jobs: int) -> list[tuple[str, str]]:
+    """decide_cvc5 of each text, `jobs` at a time."""
+    answers: list[tuple[str, str] | None] = [None] * len(texts)
 
-    def done(i: int, answer: str) -> None:
+    def done(i: int, answer: tuple[str, str]) -> None:
         answers[i] = answer
-        progress(f"[{sum(a is not None for a in answers)}/{len(texts)}] cvc5: {answer}")
+        under = f" (cvc5 {answer[1]})" if answer[1] else ""
+        progress(f"[{sum(a is not None for a in answers)}/{len(texts)}] cvc5: {answer[0]}{under}")
 
     if jobs <= 1:
         for i, text in enumerate(texts):
-            done(i, answer_cvc5(text, rlimit))
+            done(i, decide_cvc5(text, rlimit))
     else:
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         context = multiprocessing.get_context(method)
         with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            futures = {pool.submit(answer_cvc5, text, rlimit): i for i, text in enumerate(texts)}
+            futures = {pool.submit(decide_cvc5, text, rlimit): i for i, text in enumerate(texts)}
             for future in concurrent.futures.as_completed(futures):
                 done(futures[future], future.result())
     progress("")
-    return [a or "no answer" for a in answers]
+    return [a or ("no answer", "") for a in answers]
 
 
 def render(report: dict) -> list[str]:
@@ -137,7 +154,8 @@ def render(report: dict) -> list[str]:
     for row in report["entries"]:
         if row["agreement"] != AGREES:
             odd = [
-                f"{f['file']}: {f['answer']} (z3: {f['expected']})"
+                f"{f['file']}: {f['answer']}{f' under {command_line_of(f)}' if f.get('options') else ''}"
+                f" (z3: {f['expected']})"
                 for f in row["files"]
                 if f["answer"] != f["expected"]
             ]
@@ -146,10 +164,19 @@ def render(report: dict) -> list[str]:
                 continue
             lines.append(f"{report['solver']} {row['agreement']}: {row['entry']}: {'; '.join(odd) or 'no query'}")
     counts = report["counts"]
+    alternative = Counter(f["options"] for row in report["entries"] for f in row["files"] if f.get("options"))
     lines.append(
-        f"confirmed by {report['solver']} (rlimit {report['rlimit']:,} per query, {report['queries']} queries): "
+        f"confirmed by {report['solver']} (rlimit {report['rlimit']:,} per query and configuration, "
+        f"{report['queries']} queries): "
         f"of the entries and lemma families, {counts[AGREES]} agree, {counts[DISAGREES]} disagree, "
         f"{counts[UNKNOWN]} unknown within the budget"
         + (f"; {counts[ENUMERATED]} {ENUMERATED}, not confirmed" if counts[ENUMERATED] else "")
     )
+    if alternative:
+        under = ", ".join(f"{n} under cvc5 {options}" for options, n in alternative.items())
+        lines.append(f"queries the defaults left unknown, answered: {under}")
     return lines
+
+
+def command_line_of(answered: dict) -> str:
+    return f"cvc5 {answered['options']}"
