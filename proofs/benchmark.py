@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from proofs.catalog import CATALOGUE, Obligation
+from proofs.heap import pad_heap_top
 from proofs.mutation.handwritten import in_effect
 from proofs.prove import run_catalogue
 from proofs.runner import (
@@ -693,6 +694,7 @@ def main(argv: list[str] | None = None) -> int:
     if cap <= 0:
         parser.error("--peer-seconds must be positive")
     theorems = QUICK_THEOREMS if args.quick else None
+    pad_heap_top()  # as the gridproof command does: the in-process figures are the command's
     if not args.skip_encoding:
         try:
             plan_runs(load_manifest(), None, None, args.encoding_tier)
