@@ -6,8 +6,8 @@ of the heap is handed back to the kernel after a burst and faulted in again
 by the next: over `gridproof prove --tier all --jobs 1`, a fifth of the
 contexts took 7 ms to make instead of under 1 ms, and the run spent 0.65 s
 in the kernel. A padding of 256 MiB keeps the top in the process (the peak
-resident memory stays about 210 MB): 0.16 s in the kernel, 0.6 s less CPU in
-all (docs/speed.md). The padding reserves address space, not memory."""
+resident memory stays about 210 MB): 0.16 s in the kernel (docs/speed.md).
+The padding reserves address space, not memory."""
 
 from __future__ import annotations
 

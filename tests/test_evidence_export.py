@@ -122,6 +122,10 @@ def test_a_query_cvc5s_defaults_leave_unknown_is_posed_under_the_next_configurat
         ],
     }
     assert render(report)[-1] == "queries the defaults left unknown, answered: 1 under cvc5 --arith-brab=false"
+    # An answer unlike Z3's names the configuration that gave it.
+    report["entries"][0].update(agreement=DISAGREES)
+    report["entries"][0]["files"][0].update(answer="sat")
+    assert "f: sat under cvc5 --arith-brab=false (z3: unsat)" in render(report)[0]
 
 
 def _first(entry):

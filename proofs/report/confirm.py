@@ -154,7 +154,7 @@ def render(report: dict) -> list[str]:
     for row in report["entries"]:
         if row["agreement"] != AGREES:
             odd = [
-                f"{f['file']}: {f['answer']}{f' under {command_line_of(f)}' if f.get('options') else ''}"
+                f"{f['file']}: {f['answer']}{' under cvc5 ' + f['options'] if f.get('options') else ''}"
                 f" (z3: {f['expected']})"
                 for f in row["files"]
                 if f["answer"] != f["expected"]
@@ -176,7 +176,3 @@ def render(report: dict) -> list[str]:
         under = ", ".join(f"{n} under cvc5 {options}" for options, n in alternative.items())
         lines.append(f"queries the defaults left unknown, answered: {under}")
     return lines
-
-
-def command_line_of(answered: dict) -> str:
-    return f"cvc5 {answered['options']}"
