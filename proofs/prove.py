@@ -19,6 +19,7 @@ from proofs.report.result import FORMAT as RESULT_FORMAT
 from proofs.runner import (
     Entry,
     claim_key,
+    claim_texts_kept,
     load_manifest,
     model_sources_hash,
     plan_runs,
@@ -141,7 +142,7 @@ def _run_theorem_variants(
     # Mutants are read as they are decided: a patch that leaves a theorem's
     # claims alone is not one the manifest expects it to kill.
     twins = _Twins(theorem, seed)
-    with shared_queries(), exporting(export):
+    with shared_queries(), exporting(export), claim_texts_kept():
         for variant, expected, rlimit, tier in variants:
             key = ""
             if cache:

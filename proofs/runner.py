@@ -4,12 +4,14 @@ the checked-in manifest (proofs/manifest.toml)."""
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import copy
 import functools
 import hashlib
 import sys
 import time
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
@@ -535,10 +537,35 @@ def reproduce_command(theorem: str, variants: list[str], rlimit: int, seed: int 
     return command + (f" --seed {seed}" if seed is not None else "")
 
 
+# Within claim_texts_kept: (theorem, variant) -> its claim texts, read once.
+_texts_kept: contextvars.ContextVar[dict | None] = contextvars.ContextVar("gridproof_claim_texts", default=None)
+
+
+@contextlib.contextmanager
+def claim_texts_kept() -> Iterator[None]:
+    """Within the block, each theorem's claim texts under a variant are read
+    once: a task's proof cache key and its twins' keys both read them. Only
+    around code that patches nothing while inside (one catalogue task)."""
+    token = _texts_kept.set({})
+    try:
+        yield
+    finally:
+        _texts_kept.reset(token)
+
+
 def claim_texts(theorem: Theorem, variant_name: str) -> list[str]:
     """Every obligation's claim, the trace search's too, as one query's text
     each (solver.query_text), read under `variant_name`: a mutant's with its
     patch applied. What a decision of the entry is a function of."""
+    kept = _texts_kept.get()
+    if kept is None:
+        return _claim_texts(theorem, variant_name)
+    if (theorem.name, variant_name) not in kept:
+        kept[theorem.name, variant_name] = _claim_texts(theorem, variant_name)
+    return list(kept[theorem.name, variant_name])
+
+
+def _claim_texts(theorem: Theorem, variant_name: str) -> list[str]:
     obligations = [*theorem.obligations, *([theorem.trace_search] if theorem.trace_search else [])]
     with in_effect(variant_name) as variant:
         if theorem.enumeration is not None:

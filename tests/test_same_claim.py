@@ -102,3 +102,25 @@ def test_an_enumerated_entry_is_taken_by_a_variant_that_agrees_on_what_its_cases
     assert twin.same_claim_as == "pr457" and twin.verdict == "PROVED"
     assert twin.enumeration == by_variant["pr457"].enumeration and twin.enumeration["cases"] > 0
     assert "guarded" not in by_variant["pr457"].choices_read
+
+
+def test_a_task_reads_each_variants_claim_texts_once_for_its_cache_key_and_its_twins(monkeypatch, tmp_path):
+    from proofs import runner
+
+    reads = []
+    real = runner._claim_texts
+    monkeypatch.setattr(runner, "_claim_texts", lambda theorem, name: reads.append(name) or real(theorem, name))
+    run_catalogue(theorem="config-physical-unchanged", variant="baseline,pr457", cache=tmp_path)
+    # The cache key and the twin key of pr457 (and the twin key of baseline
+    # it is compared with) share one reading each.
+    assert sorted(reads) == ["baseline", "pr457"]
+    theorem = CATALOGUE["config-physical-unchanged"]
+    reads.clear()
+    runner.claim_texts(theorem, "baseline")
+    runner.claim_texts(theorem, "baseline")
+    assert reads == ["baseline", "baseline"]  # outside a task, every call reads
+    with runner.claim_texts_kept():
+        first = runner.claim_texts(theorem, "baseline")
+        first.append("changed by the caller")
+        assert runner.claim_texts(theorem, "baseline") == first[:-1]
+    assert reads == ["baseline"] * 3
