@@ -450,7 +450,7 @@ class _Problem:
             dict(zip(case_split, values, strict=True))
             for values in itertools.product((False, True), repeat=len(case_split))
         ]
-        values = self.recorded_counterexample({})
+        values = self.recorded_counterexample()
         if values is not None:
             # A recorded input this variant fails (a counterexample of its
             # own, another variant's, a mutant's): refuted with no query.
@@ -684,12 +684,12 @@ class _Problem:
                 return Outcome(UNKNOWN, reason=f"cover goal {name!r}: {answer.reason}")
         return None
 
-    def recorded_counterexample(self, case: dict) -> dict | None:
-        """The first recorded input (SolverOptions.recorded_inputs) in `case`
-        that replays: every hypothesis but those dropped holds on the
-        concrete model, and the goal fails there or the model divides by zero."""
+    def recorded_counterexample(self) -> dict | None:
+        """The first recorded input (SolverOptions.recorded_inputs) that
+        replays: every hypothesis but those dropped holds on the concrete
+        model, and the goal fails there or the model divides by zero."""
         for reading in self.recorded_readings():
-            if reading.in_case(case) and reading.admitted(self.drop) and (reading.crashed or not reading.claim.goal):
+            if reading.admitted(self.drop) and (reading.crashed or not reading.claim.goal):
                 return reading.values
         return None
 
