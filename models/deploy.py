@@ -49,11 +49,27 @@ class ServeFlags:
 
 @dataclass(frozen=True)
 class Speculation:
+    """--speculative-config as vLLM 0.33.0's SpeculativeConfig and VllmConfig read it."""
+
     method: str
     num_speculative_tokens: int
-    eagle_block_drop: bool
-    draft_slots: int  # input-budget slots reserved for drafts (max_num_new_slots_for_drafting)
+    eagle_block_drop: bool  # use_eagle_block_drop
+    draft_slots: int  # input-budget slots reserved per request (max_num_new_slots_for_drafting)
+    lookahead_slots: int  # KV slots past the scheduled tokens (num_lookahead_tokens)
+    prefill_lookahead: int  # prompt tokens the drafter reads ahead (num_prefill_lookahead_tokens)
+    lookahead_hashes: bool  # not disable_lookahead_block_hashes
     separate_draft_group: bool  # an EAGLE head has its own cache group; MTP joins the target's
+
+
+@dataclass(frozen=True)
+class SchedulerFlags:
+    """What the scheduler's split reads of the speculative, connector, caching and budget flags."""
+
+    eagle_block_drop: bool  # the config's use_eagle_block_drop (the scheduler turns it off beside a lookahead)
+    hash_lookahead_tokens: int  # num_hash_lookahead_tokens
+    draft_slots: int
+    max_num_scheduled_tokens: int  # the token budget per step
+    prompt_budget: int  # what one request's prefill chunk may take per step
 
 
 @dataclass(frozen=True)
@@ -69,7 +85,8 @@ class ResolvedDeployment:
     notes: tuple[str, ...] = field(default=())
 
 
-def speculation(config: dict | None) -> Speculation | None:
+def speculation(config: dict | None, mtp_layers: int = 1) -> Speculation | None:
+    """`mtp_layers`: the model's num_nextn_predict_layers (the MTP draft is the model itself)."""
     if config is None:
         return None
     method = config.get("method")
@@ -83,16 +100,64 @@ def speculation(config: dict | None) -> Speculation | None:
     tokens = config.get("num_speculative_tokens", 1)
     if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens <= 0:
         raise DeploymentError(f"--speculative-config: num_speculative_tokens must be positive, got {tokens!r}")
-    disabled = config.get("disable_eagle_block_drop", False)
-    if not isinstance(disabled, bool):
-        raise DeploymentError("--speculative-config: disable_eagle_block_drop must be true or false")
-    eagle = method in EAGLE_METHODS
+    switches = {}
+    for name in ("disable_eagle_block_drop", "disable_lookahead_block_hashes", "parallel_drafting"):
+        switches[name] = config.get(name, False)
+        if not isinstance(switches[name], bool):
+            raise DeploymentError(f"--speculative-config: {name} must be true or false")
+    # config/speculative.py: use_eagle, needs_eagle_block_drop, use_multi_module_mtp and
+    # max_num_new_slots_for_drafting; config/vllm.py: num_lookahead_tokens, num_prefill_lookahead_tokens.
+    drafts_from_hidden_states = method in (*EAGLE_METHODS, "dflash")
+    multi_module = method == "mtp" and min(mtp_layers, tokens) > 1
+    if method == "dflash":  # drafts in a pass of its own: no slot in the batch, a bonus query per request
+        slots, lookahead_slots = 0, tokens + 1
+    else:
+        if switches["parallel_drafting"]:
+            slots = tokens if method == "draft_model" else tokens - 1
+        else:
+            slots = 1 if method == "draft_model" else 0
+        lookahead_slots = tokens if drafts_from_hidden_states or method == "draft_model" else 0
+    prefill_lookahead = (tokens if multi_module else 1) if drafts_from_hidden_states else 0
     return Speculation(
         method=method,
         num_speculative_tokens=tokens,
-        eagle_block_drop=eagle and not disabled,
-        draft_slots=tokens if method in ("eagle", "eagle3") else 0,
+        eagle_block_drop=method in EAGLE_METHODS and not switches["disable_eagle_block_drop"],
+        draft_slots=slots,
+        lookahead_slots=lookahead_slots,
+        prefill_lookahead=prefill_lookahead,
+        lookahead_hashes=not switches["disable_lookahead_block_hashes"],
         separate_draft_group=method in ("eagle", "eagle3"),
+    )
+
+
+def scheduler_flags(
+    spec: Speculation | None,
+    enable_prefix_caching: bool,
+    connector: bool,
+    max_num_batched_tokens: int,
+    max_num_scheduled_tokens: int | None,
+) -> SchedulerFlags:
+    """The scheduler's inputs from the flags; `connector`: any --kv-transfer-config."""
+    if spec is not None and max_num_batched_tokens <= spec.lookahead_slots:
+        # VllmConfig._set_max_num_scheduled_tokens
+        raise DeploymentError(
+            f"--max-num-batched-tokens {max_num_batched_tokens} leaves no token beside the "
+            f"{spec.lookahead_slots} lookahead slots of {spec.method} x{spec.num_speculative_tokens} "
+            "(vLLM refuses it)"
+        )
+    # num_hash_lookahead_tokens (config/vllm.py:677-692)
+    hashes = spec is not None and spec.eagle_block_drop and spec.lookahead_hashes and enable_prefix_caching
+    lookahead = spec.prefill_lookahead if hashes and not connector else 0
+    token_budget = max_num_scheduled_tokens or max_num_batched_tokens
+    slots = spec.draft_slots if spec else 0
+    return SchedulerFlags(
+        eagle_block_drop=bool(spec and spec.eagle_block_drop),
+        hash_lookahead_tokens=lookahead,
+        draft_slots=slots,
+        max_num_scheduled_tokens=token_budget,
+        # A chunk takes at most the token budget and the batched tokens less the draft
+        # slots (scheduler.py:719-722, 845-847); above the slots by the check above.
+        prompt_budget=min(token_budget, max_num_batched_tokens - slots),
     )
 
 
@@ -127,7 +192,7 @@ def resolve_deployment(model: HybridModel, flags: ServeFlags, variant: Variant) 
         # VllmConfig.validate_mamba_block_size
         raise DeploymentError("--mamba-block-size needs prefix caching (vLLM refuses it with prefix caching off)")
     align = flags.enable_prefix_caching and flags.mamba_cache_mode != "none"
-    spec = speculation(flags.speculative_config)
+    spec = speculation(flags.speculative_config, model.mtp_layers)
     num_spec = spec.num_speculative_tokens if spec else 0
     kernel_min, preferred = model.kernel_block()
     page_per_token = model.attention_page_per_token(tp)
@@ -154,24 +219,14 @@ def resolve_deployment(model: HybridModel, flags: ServeFlags, variant: Variant) 
     offload, blocks_per_chunk = offload_blocks_per_chunk(flags.kv_transfer_config, block)
     connector = flags.kv_transfer_config is not None
 
-    # The prompt budget: --max-num-scheduled-tokens, else the batched tokens less the draft slots
-    # (scheduler.py:719-722).
-    slots = spec.draft_slots if spec else 0
-    budget = flags.max_num_scheduled_tokens
-    if budget is None:
-        batched = flags.max_num_batched_tokens or DEFAULT_BATCHED_TOKENS
-        if flags.max_num_batched_tokens is None:
-            notes.append(f"no --max-num-batched-tokens: vLLM's server default {DEFAULT_BATCHED_TOKENS:,} assumed")
-        budget = batched - slots
-        if budget <= 0:
-            raise DeploymentError(f"--max-num-batched-tokens {batched} leaves nothing after {slots} draft slots")
-    # num_hash_lookahead_tokens (config/vllm.py:655-692): 0 with a connector, without block drop or prefix caching.
-    drop = bool(spec and spec.eagle_block_drop)
-    lookahead = 1 if drop and not connector and flags.enable_prefix_caching else 0
+    batched = flags.max_num_batched_tokens or DEFAULT_BATCHED_TOKENS
+    scheduler = scheduler_flags(spec, flags.enable_prefix_caching, connector, batched, flags.max_num_scheduled_tokens)
+    if flags.max_num_batched_tokens is None and scheduler.prompt_budget == batched - scheduler.draft_slots:
+        notes.append(f"no --max-num-batched-tokens: vLLM's server default {DEFAULT_BATCHED_TOKENS:,} assumed")
     max_model_len = flags.max_model_len or model.max_position_embeddings
     sharded = dcp > 1
     groups = [CacheGroup(TARGET, block, dcp_sharded=sharded), CacheGroup(RECURRENT, block)]
-    if spec and spec.eagle_block_drop:
+    if scheduler.eagle_block_drop:
         # An EAGLE head runs at DCP1 (unsharded) in a group of its own; an MTP layer shares the
         # target's spec, and so its group. Either group is annotated is_eagle_group.
         if spec.separate_draft_group:
@@ -182,10 +237,10 @@ def resolve_deployment(model: HybridModel, flags: ServeFlags, variant: Variant) 
     deployment = Deployment(
         dcp_size=dcp,
         block_size=block,
-        max_num_scheduled_tokens=budget,
+        max_num_scheduled_tokens=scheduler.prompt_budget,
         long_prefill_token_threshold=flags.long_prefill_token_threshold,
-        eagle_block_drop=drop,
-        hash_lookahead_tokens=lookahead,
+        eagle_block_drop=scheduler.eagle_block_drop,
+        hash_lookahead_tokens=scheduler.hash_lookahead_tokens,
         mamba_block_size=flags.mamba_block_size,
         prefill_checkpoint_alignment=model.prefill_checkpoint_alignment,
         offload_blocks_per_chunk=blocks_per_chunk,

@@ -52,6 +52,7 @@ class HybridModel:
     fields: dict
     prefill_checkpoint_alignment: int | None
     max_position_embeddings: int | None
+    mtp_layers: int = 1  # num_nextn_predict_layers: an MTP draft of more than one module reads further ahead
 
     def kv_heads_per_rank(self, tp: int) -> int:
         return 1 if self.use_mla else max(1, self.kv_heads // tp)
@@ -221,6 +222,10 @@ READERS = {
 def parse_model(config: dict, name: str, source: str = "") -> HybridModel:
     if not isinstance(config, dict):
         raise ModelConfigError(f"{name}: expected a JSON object")
+    # Read where vLLM's use_multi_module_mtp reads it: on the config itself, not its text_config.
+    mtp_layers = config.get("num_nextn_predict_layers", 1)
+    if isinstance(mtp_layers, bool) or not isinstance(mtp_layers, int) or mtp_layers < 0:
+        raise ModelConfigError(f"{name}: num_nextn_predict_layers must be a count, got {mtp_layers!r}")
     if "text_config" in config and "model_type" in config.get("text_config", {}):
         config = {**config["text_config"], **{k: v for k, v in config.items() if k == "_source"}}
     model_type = config.get("model_type")
@@ -244,6 +249,7 @@ def parse_model(config: dict, name: str, source: str = "") -> HybridModel:
         fields=fields,
         prefill_checkpoint_alignment=alignment,
         max_position_embeddings=config.get("max_position_embeddings"),
+        mtp_layers=mtp_layers,
     )
 
 

@@ -146,6 +146,14 @@ BAD_INPUT = [
     (["-tp", "4", "-dcp", "3"], "must divide --tensor-parallel-size"),
     (["--no-enable-prefix-caching", "--mamba-block-size", "512"], "needs prefix caching"),
     (["--sweep", "max-num-seqs=1..4"], "expected FLAG=a..b"),
+    (
+        ["--speculative-config", '{"method": "eagle", "num_speculative_tokens": 3}', "--max-num-batched-tokens", "3"],
+        "--max-num-batched-tokens 3 leaves no token beside the 3 lookahead slots",
+    ),
+    (
+        ["--speculative-config", '{"method": "eagle", "parallel_drafting": 1}'],
+        "parallel_drafting must be true or false",
+    ),
 ]
 
 
@@ -162,6 +170,43 @@ def test_bad_input_is_one_line_and_exit_2(capsys, args, message):
     assert "Traceback" not in captured.err
 
 
+EAGLE_3 = '{"method": "eagle", "num_speculative_tokens": 3}'
+
+
+def test_a_sequential_eagle_drafter_takes_no_batched_token(capsys):
+    """vLLM 0.33.0 reserves no draft slot for EAGLE (max_num_new_slots_for_drafting): the budget
+    is every batched token; a parallel drafter reserves K - 1."""
+    base = ["--model", "kimi-k3", "-tp", "16", "-dcp", "16", "--block-size", "768", "--max-num-batched-tokens"]
+    _, sequential = check_json(capsys, *base, "8192", "--speculative-config", EAGLE_3)
+    assert sequential["max_num_scheduled_tokens"] == 8192
+    parallel = '{"method": "eagle", "num_speculative_tokens": 3, "parallel_drafting": true}'
+    _, drafted = check_json(capsys, *base, "8192", "--speculative-config", parallel)
+    assert drafted["max_num_scheduled_tokens"] == 8190
+    # The token budget binds below the batched tokens less the slots, and not above.
+    _, scheduled = check_json(
+        capsys, *base, "4102", "--max-num-scheduled-tokens", "4101", "--speculative-config", parallel
+    )
+    assert scheduled["max_num_scheduled_tokens"] == 4100
+
+
+def test_the_hash_lookahead_follows_the_drafter(tmp_path, capsys):
+    """One token without a connector for EAGLE; none when the config disables lookahead hashes (the
+    trailing block is dropped instead); K tokens for an MTP draft of several modules."""
+    base = ["--model", "kimi-k3", "-tp", "16", "-dcp", "16", "--block-size", "768"]
+    _, eagle = check_json(capsys, *base, "--speculative-config", EAGLE_3)
+    assert (eagle["hash_lookahead_tokens"], eagle["eagle_block_drop"]) == (1, False)
+    no_hashes = '{"method": "eagle", "num_speculative_tokens": 3, "disable_lookahead_block_hashes": true}'
+    _, dropped = check_json(capsys, *base, "--speculative-config", no_hashes)
+    assert (dropped["hash_lookahead_tokens"], dropped["eagle_block_drop"]) == (0, True)
+    config = json.loads(_family_text("qwen3-next"))
+    mtp = '{"method": "qwen3_next_mtp", "num_speculative_tokens": 3}'
+    for layers, lookahead in ((1, 1), (3, 3)):
+        path = tmp_path / f"mtp{layers}.json"
+        path.write_text(json.dumps({**config, "num_nextn_predict_layers": layers}))
+        _, result = check_json(capsys, "--model", str(path), "-tp", "4", "--speculative-config", mtp)
+        assert result["hash_lookahead_tokens"] == lookahead, layers
+
+
 def test_a_config_json_path_and_malformed_files(tmp_path, capsys):
     config = json.loads(_family_text("granite-4.0-h"))
     path = tmp_path / "config.json"
@@ -174,6 +219,9 @@ def test_a_config_json_path_and_malformed_files(tmp_path, capsys):
     path.write_text(json.dumps({**config, "mamba_d_state": -1}))
     assert main(["check", "--model", str(path)]) == 2
     assert "mamba_d_state: must be positive" in capsys.readouterr().err
+    path.write_text(json.dumps({**config, "num_nextn_predict_layers": "two"}))
+    assert main(["check", "--model", str(path)]) == 2
+    assert "num_nextn_predict_layers must be a count, got 'two'" in capsys.readouterr().err
 
 
 def _family_text(name: str) -> str:

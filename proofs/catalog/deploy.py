@@ -41,9 +41,10 @@ DEPLOYED = {
         "kimi-linear",
         {"tensor_parallel_size": 4, "decode_context_parallel_size": 4, "mamba_block_size": 2048},
     ),
+    # Served without --max-num-batched-tokens on a B200, where vLLM's default is 16,384 (its file's header).
     "nemotron-3-nano-30b-tp2": (
         "nemotron-h",
-        {"tensor_parallel_size": 2, "max_num_scheduled_tokens": 16384, "mamba_ssm_cache_dtype": "float32"},
+        {"tensor_parallel_size": 2, "max_num_batched_tokens": 16384, "mamba_ssm_cache_dtype": "float32"},
     ),
     "granite-4.0-h-small-tp2": ("granite-4.0-h", {"tensor_parallel_size": 2}),
     "qwen3-next-80b-tp4-mtp2": (

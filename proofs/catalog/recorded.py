@@ -6,7 +6,9 @@ compare a variant with 0.33.0 (`*-default-equivalence`) read the model itself
 as the reference, so a fault in the code both sides share moves both. The
 recorded cases pin the baseline to what vLLM 0.33.0 returned: its split,
 checkpoint position and validity, and block-size resolution, on inputs
-drawn at and around the places each decides on.
+drawn at and around the places each decides on; and `gridproof check`'s
+reading of the speculative, connector, caching and budget flags
+(models.deploy) to what vLLM's own config reads of them.
 tests/conformance/recorded.py records them with the real vLLM;
 tests/conformance/test_recorded.py checks that this file is what it records.
 """
@@ -21,6 +23,7 @@ from functools import cache
 from pathlib import Path
 
 from models.config import ConfigInputs, resolve
+from models.deploy import DeploymentError, scheduler_flags, speculation
 from models.errors import GridproofError
 from models.scheduler import SplitCall, SplitParams, checkpoint_position, checkpoint_valid, split
 from models.variants import PR457, PR457_GUARDED
@@ -58,7 +61,45 @@ def _resolve(variant, x: dict) -> tuple:
     return resolved.block_size, resolved.mamba_block_size, resolved.mamba_page_size_padded
 
 
+def _speculation(_variant, x: dict) -> tuple:
+    """`gridproof check`'s reading of the flags (models.deploy), as the recorded columns have it."""
+    config = None
+    if x["method"]:
+        switches = ("disable_eagle_block_drop", "disable_lookahead_block_hashes", "parallel_drafting")
+        config = {"method": x["method"], "num_speculative_tokens": x["num_speculative_tokens"]}
+        config.update({name: x[name] for name in switches})
+    try:
+        flags = scheduler_flags(
+            speculation(config, x["mtp_layers"]),
+            x["enable_prefix_caching"],
+            x["kv_connector"],
+            x["max_num_batched_tokens"],
+            x["max_num_scheduled_tokens"] or None,
+        )
+    except DeploymentError:
+        return True, False, 0, 0, 0
+    return False, flags.eagle_block_drop, flags.hash_lookahead_tokens, flags.draft_slots, flags.max_num_scheduled_tokens
+
+
 FUNCTIONS = {
+    # The flags `gridproof check` reads: "" for no --speculative-config, a
+    # max_num_scheduled_tokens of 0 for the flag unset, refused where vLLM raises.
+    "speculation": RecordedFunction(
+        (
+            "method",
+            "num_speculative_tokens",
+            "disable_eagle_block_drop",
+            "disable_lookahead_block_hashes",
+            "parallel_drafting",
+            "mtp_layers",
+            "enable_prefix_caching",
+            "kv_connector",
+            "max_num_batched_tokens",
+            "max_num_scheduled_tokens",
+        ),
+        ("refused", "eagle_block_drop", "hash_lookahead_tokens", "draft_slots", "token_budget"),
+        _speculation,
+    ),
     # A mamba_block_size given on entry is the user's --mamba-block-size (explicit_mamba_block_size).
     "config": RecordedFunction(
         tuple(f.name for f in fields(ConfigInputs)),
@@ -169,7 +210,10 @@ THEOREMS = (
         f"Bounded, by enumeration: on every recorded call of vLLM {VERSION}'s own split "
         "(`Scheduler._mamba_block_aligned_split`), checkpoint position and validity "
         "(`get_mamba_prefill_checkpoint_position`, `is_mamba_prefill_checkpoint_valid`) and block-size "
-        "resolution (`Platform._align_hybrid_block_size`), the model answers as vLLM did. "
+        "resolution (`Platform._align_hybrid_block_size`), the model answers as vLLM did; and on every recorded "
+        "reading of the speculative, KV-connector, prefix-caching and budget flags (`SpeculativeConfig`, "
+        "`VllmConfig`: the EAGLE block drop, the hash lookahead, the draft slots, the token budget, and the "
+        "budgets vLLM refuses), `gridproof check` (models.deploy) reads them as vLLM does. "
         f"{PR457.name} and {PR457_GUARDED.name} too, except that they keep an explicit --mamba-block-size "
         "in align mode, where 0.33.0 overwrites it (config-explicit-cadence-kept).",
         (),

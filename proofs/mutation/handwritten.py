@@ -257,6 +257,36 @@ MUTANTS = {
             "groups.append(CacheGroup(DRAFT, block, dcp_sharded=sharded, eagle=True))",
         ),
         _mutant(
+            "eagle-draft-slots",
+            "`check` reserves num_speculative_tokens draft slots of the batched tokens for a sequential EAGLE "
+            "drafter, where vLLM 0.33.0 reserves none: a budget set by --max-num-batched-tokens shrinks",
+            "deploy",
+            "speculation",
+            'slots = 1 if method == "draft_model" else 0',
+            'slots = 1 if method == "draft_model" else tokens if method in ("eagle", "eagle3") else 0',
+            base=BASELINE,
+        ),
+        _mutant(
+            "mtp-lookahead-one",
+            "`check` hashes one token ahead for every EAGLE-family drafter, where an MTP draft of several modules "
+            "reads num_speculative_tokens ahead",
+            "deploy",
+            "speculation",
+            "prefill_lookahead = (tokens if multi_module else 1) if",
+            "prefill_lookahead = 1 if",
+            base=BASELINE,
+        ),
+        _mutant(
+            "lookahead-hashes-kept",
+            "`check` keeps the hash lookahead when --speculative-config sets disable_lookahead_block_hashes, "
+            "where vLLM falls back to dropping the trailing block",
+            "deploy",
+            "scheduler_flags",
+            "spec.eagle_block_drop and spec.lookahead_hashes and enable_prefix_caching",
+            "spec.eagle_block_drop and enable_prefix_caching",
+            base=BASELINE,
+        ),
+        _mutant(
             "full-hit-restorable",
             "the GPU restore leaves the last token to compute only through the hash lookahead: a full hit restorable",
             "reuse",

@@ -24,6 +24,13 @@ def real_config():
     return quietly(RealConfig)
 
 
+@pytest.fixture(scope="session")
+def real_speculation():
+    from proofs.real_vllm.speculation import RealSpeculation
+
+    return quietly(RealSpeculation)
+
+
 def pytest_terminal_summary(terminalreporter):
     for line in tally.summary_lines():
         terminalreporter.write_line(line)

@@ -1,6 +1,10 @@
 """Records vLLM 0.33.0's own outputs on a fixed set of inputs, for the
 catalogue theorem `matches-recorded-vllm` (proofs/catalog/recorded.py).
 
+The flag readings (`speculation`) are every combination of a grid
+(speculation_cases), read by vLLM's own config methods on stubs
+(proofs/real_vllm/speculation.py).
+
 The conformance tests compare the model with the real vLLM on fresh inputs
 every run, but only where vLLM is installed; the recorded cases let
 `gridproof prove` hold the baseline model to vLLM's answers without it. The
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 import random
 import sys
@@ -23,6 +28,7 @@ from pathlib import Path
 
 from conformance import boundaries, config_inputs, decision_inputs, split_inputs
 from models.config import ConfigInputs
+from models.deploy import SPECULATIVE_METHODS
 from models.scheduler import SplitCall, SplitParams
 from proofs.catalog.recorded import FUNCTIONS, RECORDED, SPLIT_CALL, SPLIT_PARAMS, VERSION
 
@@ -35,6 +41,8 @@ CHECKPOINT_POSITION_CASES = 400
 CHECKPOINT_VALID_CASES = 1500
 CONFIG_BOUNDARY_CASES = 800
 CONFIG_RANDOM_CASES = 400
+# --speculative-config methods gridproof reads, and "" for none.
+SPECULATION_METHODS = ("", *SPECULATIVE_METHODS)
 
 
 def _sample(rng: random.Random, cases: list, count: int) -> list:
@@ -67,6 +75,24 @@ def _config_inputs(scenario) -> ConfigInputs:
     return dataclasses.replace(inputs, explicit_mamba_block_size=inputs.mamba_block_size != 0)
 
 
+def speculation_cases() -> list[tuple]:
+    """Every method with each switch that decides the drop and the hash
+    lookahead, under a roomy budget; then every method with parallel
+    drafting on and off under budgets at the lookahead slots' edge (K, K + 1,
+    K + 2 batched tokens for K speculative tokens) and around a set
+    --max-num-scheduled-tokens. No randomness: recording twice gives the same rows."""
+    cases = []
+    for method, tokens in itertools.product(SPECULATION_METHODS, (1, 3)):
+        for drop_off, hashes_off, layers, caching, connector in itertools.product(
+            (False, True), (False, True), (1, 2), (True, False), (False, True)
+        ):
+            cases.append((method, tokens, drop_off, hashes_off, False, layers, caching, connector, 8192, 0))
+        budgets = [(tokens + k, 0) for k in (0, 1, 2)] + [(8192, 4096), (4100, 4096), (4096, 8192)]
+        for parallel, (batched, scheduled) in itertools.product((False, True), budgets):
+            cases.append((method, tokens, False, False, parallel, 1, True, False, batched, scheduled))
+    return cases
+
+
 def _returned(function, *arguments):
     """What the real function returns, or None where it raises: such inputs are not recorded."""
     try:
@@ -75,7 +101,7 @@ def _returned(function, *arguments):
         return None
 
 
-def record(real_split, real_config) -> dict:
+def record(real_split, real_config, real_speculation) -> dict:
     rng = random.Random(SEED)
     split_cases = _sample(rng, list(boundaries.split_cases()), SPLIT_BOUNDARY_CASES)
     for _ in range(SPLIT_RANDOM_CASES):
@@ -107,6 +133,7 @@ def record(real_split, real_config) -> dict:
         "checkpoint_position": rows(positions, real_split.checkpoint_position, lambda *row: list(row)),
         "checkpoint_valid": rows(valid, real_split.checkpoint_valid, lambda *row: list(row)),
         "config": rows(((s,) for s in scenarios), real_config.resolve, config_row),
+        "speculation": [[*case, *real_speculation.read(*case)] for case in speculation_cases()],
     }
     result = {"vllm": VERSION, "recorded_by": f"tests/conformance/recorded.py, seed {SEED}"}
     for name, function in FUNCTIONS.items():
@@ -139,10 +166,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from proofs.real_vllm import quietly
     from proofs.real_vllm.config import RealConfig
+    from proofs.real_vllm.speculation import RealSpeculation
     from proofs.real_vllm.split import RealSplit
 
     print(f"loading vLLM {VERSION} ...", file=sys.stderr, flush=True)
-    recorded = record(quietly(RealSplit), quietly(RealConfig))
+    recorded = record(quietly(RealSplit), quietly(RealConfig), quietly(RealSpeculation))
     counts = ", ".join(f"{k} {len(v['cases'])}" for k, v in recorded.items() if isinstance(v, dict))
     if args.write:
         Path(RECORDED).write_text(dumps(recorded), encoding="utf-8")

@@ -1,0 +1,122 @@
+"""vLLM 0.33.0's own reading of the speculative, connector, prefix-caching and
+budget flags: the real `SpeculativeConfig` methods and `VllmConfig`
+properties, bound to stub objects that carry only the fields they read.
+
+Run for real: `use_eagle_block_drop` (with `needs_eagle_block_drop`,
+`use_eagle`), `use_multi_module_mtp`, `max_num_new_slots_for_drafting`,
+`num_lookahead_tokens`, `num_prefill_lookahead_tokens`,
+`num_hash_lookahead_tokens` and `_set_max_num_scheduled_tokens` (which
+refuses too few batched tokens). Written here: the scheduler's default token
+budget without a drafter (`Scheduler.__init__`, scheduler.py:139-143), one
+conditional expression.
+"""
+
+from __future__ import annotations
+
+import logging
+from types import SimpleNamespace
+
+SPECULATIVE_METHODS = (
+    "use_eagle",
+    "needs_eagle_block_drop",
+    "use_eagle_block_drop",
+    "use_dflash",
+    "use_dspark",
+    "uses_draft_model",
+    "use_multi_module_mtp",
+    "max_num_new_slots_for_drafting",
+)
+CONFIG_METHODS = (
+    "num_speculative_tokens",
+    "num_lookahead_tokens",
+    "num_prefill_lookahead_tokens",
+    "num_hash_lookahead_tokens",
+    "_set_max_num_scheduled_tokens",
+)
+
+
+class RealSpeculation:
+    """Loads vLLM on construction: a missing or renamed vLLM fails loudly here."""
+
+    def __init__(self) -> None:
+        from vllm.config.speculative import SpeculativeConfig
+        from vllm.config.vllm import VllmConfig
+
+        methods = {n: _own(SpeculativeConfig, n) for n in SPECULATIVE_METHODS}
+        self._speculative = type("StubSpeculativeConfig", (), methods)
+        self._config = type("StubVllmConfig", (), {n: _own(VllmConfig, n) for n in CONFIG_METHODS})
+        # _set_max_num_scheduled_tokens warns of a small budget, once per value: a recording reads many.
+        logging.getLogger("vllm.config.vllm").setLevel(logging.ERROR)
+
+    def read(
+        self,
+        method: str,
+        num_speculative_tokens: int,
+        disable_eagle_block_drop: bool,
+        disable_lookahead_block_hashes: bool,
+        parallel_drafting: bool,
+        mtp_layers: int,
+        enable_prefix_caching: bool,
+        kv_connector: bool,
+        max_num_batched_tokens: int,
+        max_num_scheduled_tokens: int,
+    ) -> tuple[bool, bool, int, int, int]:
+        """(refused, use_eagle_block_drop, num_hash_lookahead_tokens, draft
+        slots, token budget); `method` "" for no speculative decoding, a
+        `max_num_scheduled_tokens` of 0 for the flag unset. Refused: vLLM
+        raised ValueError, and the rest is 0."""
+        speculative = None
+        if method:
+            speculative = self._speculative()
+            speculative.__dict__.update(
+                method=method,
+                num_speculative_tokens=num_speculative_tokens,
+                disable_eagle_block_drop=disable_eagle_block_drop,
+                disable_lookahead_block_hashes=disable_lookahead_block_hashes,
+                # SpeculativeConfig.__post_init__ turns it on for dflash and dspark.
+                parallel_drafting=parallel_drafting or method in ("dflash", "dspark"),
+                # For MTP the draft is the target model; its config as vLLM's getattr reads it.
+                draft_model_config=SimpleNamespace(
+                    hf_config=SimpleNamespace(num_nextn_predict_layers=mtp_layers, sample_from_anchor=True)
+                ),
+            )
+        config = self._config()
+        config.__dict__.update(
+            speculative_config=speculative,
+            diffusion_config=None,
+            cache_config=SimpleNamespace(enable_prefix_caching=enable_prefix_caching),
+            kv_transfer_config=SimpleNamespace() if kv_connector else None,
+            scheduler_config=SimpleNamespace(
+                max_num_batched_tokens=max_num_batched_tokens,
+                max_num_scheduled_tokens=max_num_scheduled_tokens or None,
+                max_num_active_seqs=None,
+                max_num_seqs=1,
+            ),
+        )
+        try:
+            config._set_max_num_scheduled_tokens()
+        except ValueError:
+            return True, False, 0, 0, 0
+        scheduler = config.scheduler_config
+        budget = (
+            scheduler.max_num_scheduled_tokens
+            if scheduler.max_num_scheduled_tokens is not None
+            else scheduler.max_num_batched_tokens
+        )
+        if speculative is None:
+            return False, False, config.num_hash_lookahead_tokens, 0, budget
+        return (
+            False,
+            speculative.use_eagle_block_drop(),
+            config.num_hash_lookahead_tokens,
+            speculative.max_num_new_slots_for_drafting,
+            budget,
+        )
+
+
+def _own(cls, name: str):
+    """The attribute as `cls` defines it (a function or a property), not inherited from elsewhere."""
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            return vars(klass)[name]
+    raise AttributeError(f"vLLM's {cls.__name__} has no {name}: not the vLLM 0.33.0 these stubs call")
