@@ -180,6 +180,13 @@ def warnings_for(deployment: ResolvedDeployment, p: Plan, typical: dict, law: di
             f"speculative decoding (EAGLE block drop) costs a block: a hit must leave the draft group's next "
             f"{max(spans):,}-token block cached, so up to {max(spans):,} more tokens are recomputed"
         )
+    spec = deployment.speculation
+    if spec is not None and spec.prefill_lookahead > 1:
+        found.append(
+            f"an MTP draft of several modules reads {spec.prefill_lookahead} prompt tokens ahead: vLLM ends no prefill "
+            f"chunk within {spec.prefill_lookahead} tokens of the prompt's end (Scheduler._reserve_prefill_lookahead), "
+            "which this model of the split leaves out; a chunk it shortens ends off the grid and publishes nothing"
+        )
     if deployment.offload and typical["restored_offload"] < typical["restored_gpu"]:
         found.append(
             f"native offload restores {typical['restored_offload']:,} tokens of the typical request, the GPU cache "

@@ -205,6 +205,8 @@ def test_the_hash_lookahead_follows_the_drafter(tmp_path, capsys):
         path.write_text(json.dumps({**config, "num_nextn_predict_layers": layers}))
         _, result = check_json(capsys, "--model", str(path), "-tp", "4", "--speculative-config", mtp)
         assert result["hash_lookahead_tokens"] == lookahead, layers
+        shortened = [w for w in result["warnings"] if "_reserve_prefill_lookahead" in w]
+        assert len(shortened) == (layers > 1), result["warnings"]
 
 
 def test_a_config_json_path_and_malformed_files(tmp_path, capsys):
