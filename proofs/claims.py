@@ -169,16 +169,24 @@ def replay(formula: Formula, variant, values: dict[str, int | bool], drop=()) ->
     return True, ""
 
 
-def _replay_crash(formula: Formula, variant, values: dict[str, int | bool], drop) -> tuple[bool, str]:
-    """The concrete model divided by zero on `values`. Read again with the
-    divisions by zero recorded (models/arith.py): if every hypothesis holds,
-    the model crashes on an admissible input, which violates the goal's
-    definedness obligation: a genuine counterexample."""
+def read_recording_crashes(formula: Formula, variant, values: dict[str, int | bool]) -> tuple[Claim | None, list]:
+    """The claim read on ints with the divisions by zero recorded
+    (models/arith.py), and those divisions; no claim when a division outside
+    models/arith.py raised."""
     with arith.divisions_by_zero_recorded() as crashes:
         try:
             claim = formula(variant, dict(values))
         except ZeroDivisionError:
-            claim = None  # a division outside models/arith.py
+            claim = None
+    return claim, crashes
+
+
+def _replay_crash(formula: Formula, variant, values: dict[str, int | bool], drop) -> tuple[bool, str]:
+    """The concrete model divided by zero on `values`. Read again with the
+    divisions by zero recorded: if every hypothesis holds, the model crashes
+    on an admissible input, which violates the goal's definedness
+    obligation: a genuine counterexample."""
+    claim, crashes = read_recording_crashes(formula, variant, values)
     if claim is None or not crashes:
         return False, "the concrete model divides by zero outside models/arith.py"
     failed = hypotheses_false(claim, drop)

@@ -50,7 +50,7 @@ def recorded_inputs(theorem: str, variant_name: str) -> dict[str, tuple[Inputs, 
         refuted = {}
     for _, rows in _own_first(refuted, variant_name):
         for row in rows:
-            found.setdefault(row["obligation"], {})[_pairs(row["inputs"])] = None
+            found.setdefault(row["obligation"], {})[as_inputs(row["inputs"])] = None
     for record in (edges.recorded, needed.recorded):
         try:
             obligations = record().get(theorem, {})
@@ -59,7 +59,7 @@ def recorded_inputs(theorem: str, variant_name: str) -> dict[str, tuple[Inputs, 
         for obligation, variants in obligations.items():
             inputs = found.setdefault(obligation, {})
             for _, rows in _own_first(variants, variant_name):
-                inputs.update((_pairs(row["inputs"]), None) for row in rows)
+                inputs.update((as_inputs(row["inputs"]), None) for row in rows)
     return {obligation: tuple(inputs) for obligation, inputs in found.items()}
 
 
@@ -67,5 +67,6 @@ def _own_first(by_variant: dict, variant_name: str) -> list:
     return sorted(by_variant.items(), key=lambda item: item[0] != variant_name)
 
 
-def _pairs(inputs: dict) -> Inputs:
-    return tuple(sorted(inputs.items()))
+def as_inputs(values: dict) -> Inputs:
+    """Named values as SolverOptions.recorded_inputs holds one input."""
+    return tuple(sorted(values.items()))

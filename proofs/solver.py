@@ -22,7 +22,7 @@ from z3 import z3core
 
 from models import arith
 from proofs import minimisation, queries, refutation
-from proofs.claims import Claim, Formula, Kind, Var, hypotheses_false, replay, symbolic_inputs
+from proofs.claims import Claim, Formula, Kind, Var, hypotheses_false, read_recording_crashes, replay, symbolic_inputs
 from proofs.options import DEFAULT_RLIMIT, DEFAULT_WALL_LIMIT, SolverOptions
 from proofs.queries import Answer, Query, QueryCache, shared_queries, standard_smt2
 from proofs.watchdog import WATCHDOG
@@ -718,12 +718,9 @@ class _Problem:
                 values = dict(pairs)
                 if set(values) != names:
                     continue
-                with arith.divisions_by_zero_recorded() as crashes:
-                    try:
-                        claim = self.formula(self.variant, dict(values))
-                    except ZeroDivisionError:
-                        continue  # a division outside models/arith.py
-                self._readings.append(RecordedReading(values, claim, bool(crashes)))
+                claim, crashes = read_recording_crashes(self.formula, self.variant, values)
+                if claim is not None:
+                    self._readings.append(RecordedReading(values, claim, bool(crashes)))
         return self._readings
 
     def _pinned_model(self, encoding: _Encoding, target: z3.BoolRef) -> bool:

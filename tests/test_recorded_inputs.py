@@ -9,16 +9,12 @@ from proofs import counterexamples, minimisation, solver
 from proofs.catalog import CATALOGUE
 from proofs.claims import conjunct_alone, replay
 from proofs.mutation.handwritten import in_effect
-from proofs.recorded_inputs import recorded_inputs, withheld
+from proofs.recorded_inputs import as_inputs, recorded_inputs, withheld
 from proofs.records import refuted_variants
 from proofs.runner import load_manifest, run_theorem
 from proofs.solver import PROVED, REFUTED, UNKNOWN, VACUOUS, Claim, SolverOptions, Var, decide
 
 A, B = Var("a", size=True), Var("b")
-
-
-def _pairs(**values):
-    return tuple(sorted(values.items()))
 
 
 @pytest.mark.parametrize("refute_first", [True, False])
@@ -27,7 +23,9 @@ def test_a_recorded_counterexample_is_the_first_answer(refute_first, monkeypatch
         return Claim(hypotheses={"a positive": x["a"] >= 1}, goal=x["b"] != 37)
 
     monkeypatch.setattr(solver._Problem, "check", _no_query)
-    recorded = SolverOptions(refute_first=refute_first, recorded_inputs=(_pairs(a=0, b=37), _pairs(a=5, b=37)))
+    recorded = SolverOptions(
+        refute_first=refute_first, recorded_inputs=(as_inputs(dict(a=0, b=37)), as_inputs(dict(a=5, b=37)))
+    )
     outcome = decide(formula, (A, B), None, recorded)
     assert outcome.verdict == REFUTED
     assert outcome.counterexample == {"a": 5, "b": 37}
@@ -42,7 +40,7 @@ def test_a_recorded_input_that_does_not_replay_decides_nothing():
         return Claim(hypotheses={"a positive": x["a"] >= 1}, goal=x["b"] >= 0)
 
     # b = -1 violates the goal, but a = 0 violates the hypothesis: no counterexample.
-    stale = (_pairs(a=0, b=-1), _pairs(a=3, b=2))
+    stale = (as_inputs(dict(a=0, b=-1)), as_inputs(dict(a=3, b=2)))
     only = SolverOptions(refute_first=True, probe_only=True, recorded_only=True, recorded_inputs=stale)
     assert decide(formula, (A, B), None, only).verdict == UNKNOWN
     searched = SolverOptions(refute_first=True, recorded_inputs=stale)
@@ -58,7 +56,7 @@ def test_a_recorded_input_where_a_hypothesis_fails_reaches_no_cover_goal():
         )
 
     # The cover holds at a = b = 2, where the hypothesis does not: the cover is still unreachable.
-    offered = SolverOptions(recorded_inputs=(_pairs(a=2, b=2), _pairs(a=1, b=3)))
+    offered = SolverOptions(recorded_inputs=(as_inputs(dict(a=2, b=2)), as_inputs(dict(a=1, b=3))))
     outcome = decide(formula, (A, B), None, offered)
     assert outcome.verdict == VACUOUS
     assert outcome.reason == "cover goal 'b is a' is unreachable"
@@ -78,7 +76,7 @@ def test_a_recorded_witness_shows_a_hypothesis_needed_only_where_the_goal_fails(
     monkeypatch.setattr(minimisation.DeletionQueries, "pinned_answer", spy)
     # a = 1, b = 9 shows "b small" needed with no query. The goal holds at
     # a = 0, b = 2, which shows nothing: "a positive" is checked, and dropped.
-    offered = SolverOptions(recorded_inputs=(_pairs(a=0, b=2), _pairs(a=1, b=9)))
+    offered = SolverOptions(recorded_inputs=(as_inputs(dict(a=0, b=2)), as_inputs(dict(a=1, b=9))))
     outcome = decide(formula, (A, B), None, offered)
     assert outcome.verdict == PROVED
     assert outcome.hypotheses_used == ["b small"]
@@ -133,7 +131,7 @@ def test_a_recorded_input_where_the_model_divides_by_zero_refutes_as_a_crash(mon
         return Claim(hypotheses={"b non-negative": x["b"] >= 0}, goal=arith.floordiv(x["b"], x["a"]) >= 0)
 
     monkeypatch.setattr(solver._Problem, "check", _no_query)
-    outcome = decide(formula, (A, B), None, SolverOptions(recorded_inputs=(_pairs(a=0, b=3),)))
+    outcome = decide(formula, (A, B), None, SolverOptions(recorded_inputs=(as_inputs(dict(a=0, b=3)),)))
     assert outcome.verdict == REFUTED
     assert outcome.counterexample == {"a": 0, "b": 3}
     assert outcome.reason.startswith("the model divides by zero at tests/test_recorded_inputs.py:")
