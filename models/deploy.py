@@ -161,8 +161,10 @@ def scheduler_flags(
     )
 
 
-def offload_blocks_per_chunk(config: dict | None, block_size: int) -> tuple[bool, int]:
-    """(native offload on, GPU blocks per offloaded chunk) from --kv-transfer-config."""
+def offload_blocks_per_chunk(config: dict | None, spans: tuple[int, ...]) -> tuple[bool, int]:
+    """(native offload on, GPU blocks per offloaded chunk) from --kv-transfer-config, as vLLM 0.33.0's
+    build_offloading_config reads kv_connector_extra_config (offloading/config.py:121-158). `spans`:
+    each offloaded cache group's tokens per block, a DCP-sharded group's block times the DCP size."""
     if config is None:
         return False, 1
     connector = config.get("kv_connector")
@@ -170,15 +172,28 @@ def offload_blocks_per_chunk(config: dict | None, block_size: int) -> tuple[bool
         raise DeploymentError('--kv-transfer-config: needs a "kv_connector" string')
     if connector != OFFLOADING_CONNECTOR:
         return False, 1
-    extra = config.get("kv_connector_extra_config", {}) or {}
-    offload_block = extra.get("block_size", block_size) if isinstance(extra, dict) else block_size
-    if isinstance(offload_block, bool) or not isinstance(offload_block, int) or offload_block <= 0:
-        raise DeploymentError(f"--kv-transfer-config: block_size must be a positive integer, got {offload_block!r}")
-    if offload_block % block_size:
+    extra = config.get("kv_connector_extra_config") or {}
+    if not isinstance(extra, dict):
+        raise DeploymentError("--kv-transfer-config: kv_connector_extra_config must be a JSON object")
+    if "blocks_per_chunk" in extra and "block_size" in extra:
+        raise DeploymentError("--kv-transfer-config: give block_size or blocks_per_chunk, not both (vLLM refuses both)")
+    for key in ("blocks_per_chunk", "block_size"):
+        value = extra.get(key, 1)
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise DeploymentError(f"--kv-transfer-config: {key} must be a positive integer, got {value!r}")
+    if "block_size" not in extra:
+        return True, extra.get("blocks_per_chunk", 1)
+    tokens = extra["block_size"]
+    if len(set(spans)) != 1:
         raise DeploymentError(
-            f"--kv-transfer-config: offload block_size {offload_block} is not a multiple of the GPU block {block_size}"
+            f"--kv-transfer-config: block_size {tokens} needs every cache group to span as many tokens per block, "
+            f"and these span {', '.join(map(str, sorted(set(spans))))} (vLLM asserts it; give blocks_per_chunk)"
         )
-    return True, offload_block // block_size
+    if tokens % spans[0]:
+        raise DeploymentError(
+            f"--kv-transfer-config: offload block_size {tokens} is not a multiple of the GPU block {spans[0]}"
+        )
+    return True, tokens // spans[0]
 
 
 def resolve_deployment(model: HybridModel, flags: ServeFlags, variant: Variant) -> ResolvedDeployment:
@@ -216,7 +231,6 @@ def resolve_deployment(model: HybridModel, flags: ServeFlags, variant: Variant) 
             f"--mamba-block-size {flags.mamba_block_size:,} is overwritten by the block size {block:,} in align mode "
             f"under {variant.name} (Platform._align_hybrid_block_size)"
         )
-    offload, blocks_per_chunk = offload_blocks_per_chunk(flags.kv_transfer_config, block)
     connector = flags.kv_transfer_config is not None
 
     batched = flags.max_num_batched_tokens or DEFAULT_BATCHED_TOKENS
@@ -233,6 +247,8 @@ def resolve_deployment(model: HybridModel, flags: ServeFlags, variant: Variant) 
             groups.append(CacheGroup(DRAFT, block, dcp_sharded=False, eagle=True))
         else:
             groups.append(CacheGroup(DRAFT, block, dcp_sharded=sharded, eagle=True))
+    spans = tuple(g.block_size * (dcp if g.dcp_sharded else 1) for g in groups)
+    offload, blocks_per_chunk = offload_blocks_per_chunk(flags.kv_transfer_config, spans)
     prompt = TYPICAL_PROMPT_TOKENS if max_model_len is None else min(TYPICAL_PROMPT_TOKENS, max_model_len - 1)
     deployment = Deployment(
         dcp_size=dcp,

@@ -130,6 +130,10 @@ def test_every_vllm_flag_is_accepted_in_vllm_spelling():
     assert (underscores.max_model_len, underscores.block_size) == (4096, 32)
 
 
+def _offload(extra) -> str:
+    return json.dumps({"kv_connector": "OffloadingConnector", "kv_connector_extra_config": extra})
+
+
 BAD_INPUT = [
     (["--tensor-parallel-size", "-2"], "must be a positive integer"),
     (["-tp", "two"], "expected a positive integer"),
@@ -154,6 +158,13 @@ BAD_INPUT = [
         ["--speculative-config", '{"method": "eagle", "parallel_drafting": 1}'],
         "parallel_drafting must be true or false",
     ),
+    (
+        ["-tp", "4", "-dcp", "4", "--kv-transfer-config", _offload({"block_size": 1024})],
+        "block_size 1024 needs every cache group to span as many tokens per block",
+    ),
+    (["--kv-transfer-config", _offload({"block_size": 64, "blocks_per_chunk": 2})], "not both"),
+    (["--kv-transfer-config", _offload({"blocks_per_chunk": 0})], "blocks_per_chunk must be a positive integer"),
+    (["--kv-transfer-config", _offload([1])], "kv_connector_extra_config must be a JSON object"),
 ]
 
 
@@ -207,6 +218,22 @@ def test_the_hash_lookahead_follows_the_drafter(tmp_path, capsys):
         assert result["hash_lookahead_tokens"] == lookahead, layers
         shortened = [w for w in result["warnings"] if "_reserve_prefill_lookahead" in w]
         assert len(shortened) == (layers > 1), result["warnings"]
+
+
+def test_the_offload_chunk_is_read_as_vllm_reads_it():
+    """blocks_per_chunk as given; block_size over the groups' one span per block (a DCP-sharded
+    target group's block times the DCP size), which DCP 1 leaves equal."""
+    model = load_model("granite-4.0-h")
+
+    def chunk(dcp: int, extra: dict) -> int:
+        config = {"kv_connector": "OffloadingConnector", "kv_connector_extra_config": extra}
+        flags = ServeFlags(tensor_parallel_size=4, decode_context_parallel_size=dcp, kv_transfer_config=config)
+        return resolve_deployment(model, flags, BASELINE).geometry.deployment.offload_blocks_per_chunk
+
+    block = resolve_deployment(model, ServeFlags(tensor_parallel_size=4), BASELINE).geometry.deployment.block_size
+    assert chunk(1, {}) == 1
+    assert chunk(4, {"blocks_per_chunk": 3}) == 3
+    assert chunk(1, {"block_size": 4 * block}) == 4
 
 
 def test_a_config_json_path_and_malformed_files(tmp_path, capsys):
