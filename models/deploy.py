@@ -175,15 +175,15 @@ def offload_blocks_per_chunk(config: dict | None, spans: tuple[int, ...]) -> tup
     extra = config.get("kv_connector_extra_config") or {}
     if not isinstance(extra, dict):
         raise DeploymentError("--kv-transfer-config: kv_connector_extra_config must be a JSON object")
-    if "blocks_per_chunk" in extra and "block_size" in extra:
+    # Each unset when absent or null, as vLLM reads them.
+    chunks, tokens = extra.get("blocks_per_chunk"), extra.get("block_size")
+    if chunks is not None and tokens is not None:
         raise DeploymentError("--kv-transfer-config: give block_size or blocks_per_chunk, not both (vLLM refuses both)")
-    for key in ("blocks_per_chunk", "block_size"):
-        value = extra.get(key, 1)
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+    for key, value in (("blocks_per_chunk", chunks), ("block_size", tokens)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
             raise DeploymentError(f"--kv-transfer-config: {key} must be a positive integer, got {value!r}")
-    if "block_size" not in extra:
-        return True, extra.get("blocks_per_chunk", 1)
-    tokens = extra["block_size"]
+    if tokens is None:
+        return True, 1 if chunks is None else chunks
     if len(set(spans)) != 1:
         raise DeploymentError(
             f"--kv-transfer-config: block_size {tokens} needs every cache group to span as many tokens per block, "

@@ -233,6 +233,7 @@ def test_the_offload_chunk_is_read_as_vllm_reads_it():
     block = resolve_deployment(model, ServeFlags(tensor_parallel_size=4), BASELINE).geometry.deployment.block_size
     assert chunk(1, {}) == 1
     assert chunk(4, {"blocks_per_chunk": 3}) == 3
+    assert chunk(4, {"blocks_per_chunk": 3, "block_size": None}) == 3
     assert chunk(1, {"block_size": 4 * block}) == 4
 
 
