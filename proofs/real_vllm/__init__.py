@@ -1,6 +1,7 @@
-"""The real vLLM 0.33.0, optional: its split (`split.RealSplit`) and its block-size resolution
-(`config.RealConfig`) called with the model's inputs, for the conformance tests and for replaying
-mined counterexamples.
+"""The real vLLM 0.33.0, optional: its split (`split.RealSplit`), its block-size resolution
+(`config.RealConfig`) and its config's reading of the speculative and budget flags
+(`speculation.RealSpeculation`) called with the model's inputs, for the conformance tests, the
+recorded answers and for replaying mined counterexamples.
 
 vLLM is not a dependency of gridproof: `load_split` says so in one line when it is missing
 (`bash tests/install-conformance.sh` installs the CPU build).
