@@ -85,8 +85,9 @@ class ResolvedDeployment:
     notes: tuple[str, ...] = field(default=())
 
 
-def speculation(config: dict | None, mtp_layers: int = 1) -> Speculation | None:
-    """`mtp_layers`: the model's num_nextn_predict_layers (the MTP draft is the model itself)."""
+def speculation(config: dict | None, mtp_layers: int | None = None) -> Speculation | None:
+    """`mtp_layers`: the model's num_nextn_predict_layers, None where its config.json has none (the MTP
+    draft is the model itself)."""
     if config is None:
         return None
     method = config.get("method")
@@ -97,9 +98,22 @@ def speculation(config: dict | None, mtp_layers: int = 1) -> Speculation | None:
     if method not in SPECULATIVE_METHODS:
         known = ", ".join(SPECULATIVE_METHODS)
         raise DeploymentError(f"--speculative-config: unknown method {method!r} (known: {known})")
-    tokens = config.get("num_speculative_tokens", 1)
+    tokens = config.get("num_speculative_tokens")
+    if tokens is None:
+        # vLLM defaults it to the draft's n_predict: for MTP the model's num_nextn_predict_layers.
+        if method != "mtp" or mtp_layers is None:
+            raise DeploymentError(
+                '--speculative-config: needs "num_speculative_tokens" (vLLM would take it from the draft '
+                "model's config, which gridproof reads only for MTP, as num_nextn_predict_layers)"
+            )
+        tokens = mtp_layers
     if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens <= 0:
         raise DeploymentError(f"--speculative-config: num_speculative_tokens must be positive, got {tokens!r}")
+    if method == "mtp" and mtp_layers and tokens > mtp_layers and tokens % mtp_layers:
+        raise DeploymentError(
+            f"--speculative-config: num_speculative_tokens {tokens} must be a multiple of the model's "
+            f"{mtp_layers} MTP layers (vLLM reuses the modules in turn)"
+        )
     switches = {}
     for name in ("disable_eagle_block_drop", "disable_lookahead_block_hashes", "parallel_drafting"):
         switches[name] = config.get(name, False)
@@ -108,7 +122,7 @@ def speculation(config: dict | None, mtp_layers: int = 1) -> Speculation | None:
     # config/speculative.py: use_eagle, needs_eagle_block_drop, use_multi_module_mtp and
     # max_num_new_slots_for_drafting; config/vllm.py: num_lookahead_tokens, num_prefill_lookahead_tokens.
     drafts_from_hidden_states = method in (*EAGLE_METHODS, "dflash")
-    multi_module = method == "mtp" and min(mtp_layers, tokens) > 1
+    multi_module = method == "mtp" and min(1 if mtp_layers is None else mtp_layers, tokens) > 1
     if method == "dflash":  # drafts in a pass of its own: no slot in the batch, a bonus query per request
         slots, lookahead_slots = 0, tokens + 1
     else:

@@ -52,7 +52,7 @@ class HybridModel:
     fields: dict
     prefill_checkpoint_alignment: int | None
     max_position_embeddings: int | None
-    mtp_layers: int = 1  # num_nextn_predict_layers: an MTP draft of more than one module reads further ahead
+    mtp_layers: int | None = None  # num_nextn_predict_layers, None when absent: an MTP draft's modules
 
     def kv_heads_per_rank(self, tp: int) -> int:
         return 1 if self.use_mla else max(1, self.kv_heads // tp)
@@ -223,8 +223,8 @@ def parse_model(config: dict, name: str, source: str = "") -> HybridModel:
     if not isinstance(config, dict):
         raise ModelConfigError(f"{name}: expected a JSON object")
     # Read where vLLM's use_multi_module_mtp reads it: on the config itself, not its text_config.
-    mtp_layers = config.get("num_nextn_predict_layers", 1)
-    if isinstance(mtp_layers, bool) or not isinstance(mtp_layers, int) or mtp_layers < 0:
+    mtp_layers = config.get("num_nextn_predict_layers")
+    if mtp_layers is not None and (isinstance(mtp_layers, bool) or not isinstance(mtp_layers, int) or mtp_layers < 0):
         raise ModelConfigError(f"{name}: num_nextn_predict_layers must be a count, got {mtp_layers!r}")
     if "text_config" in config and "model_type" in config.get("text_config", {}):
         config = {**config["text_config"], **{k: v for k, v in config.items() if k == "_source"}}

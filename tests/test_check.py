@@ -140,6 +140,7 @@ BAD_INPUT = [
     (["--block-size", "0"], "must be a positive integer"),
     (["--speculative-config", "{method: eagle}"], "not valid JSON"),
     (["--speculative-config", '{"method": "warp"}'], "unknown method"),
+    (["--speculative-config", '{"method": "eagle"}'], 'needs "num_speculative_tokens"'),
     (["--kv-transfer-config", "[1]"], "expected a JSON object"),
     (["--mamba-cache-mode", "all"], "invalid choice"),
     (["--mamba-ssm-cache-dtype", "int4"], "invalid choice"),
@@ -155,7 +156,7 @@ BAD_INPUT = [
         "--max-num-batched-tokens 3 leaves no token beside the 3 lookahead slots",
     ),
     (
-        ["--speculative-config", '{"method": "eagle", "parallel_drafting": 1}'],
+        ["--speculative-config", '{"method": "eagle", "num_speculative_tokens": 2, "parallel_drafting": 1}'],
         "parallel_drafting must be true or false",
     ),
     (
@@ -218,6 +219,14 @@ def test_the_hash_lookahead_follows_the_drafter(tmp_path, capsys):
         assert result["hash_lookahead_tokens"] == lookahead, layers
         shortened = [w for w in result["warnings"] if "_reserve_prefill_lookahead" in w]
         assert len(shortened) == (layers > 1), result["warnings"]
+    # Without num_speculative_tokens, an MTP draft takes the model's layers, as vLLM's n_predict does;
+    # more tokens than layers must be a multiple of them.
+    _, default = check_json(capsys, "--model", str(path), "-tp", "4", "--speculative-config", '{"method": "mtp"}')
+    assert default["hash_lookahead_tokens"] == 3
+    status = main(
+        ["check", "--model", str(path), "--speculative-config", '{"method": "mtp", "num_speculative_tokens": 4}']
+    )
+    assert status == 2 and "must be a multiple of the model's 3 MTP layers" in capsys.readouterr().err
 
 
 def test_the_offload_chunk_is_read_as_vllm_reads_it():

@@ -84,7 +84,7 @@ def speculation_cases() -> list[tuple]:
     cases = []
     for method, tokens in itertools.product(SPECULATION_METHODS, (1, 3)):
         for drop_off, hashes_off, layers, caching, connector in itertools.product(
-            (False, True), (False, True), (1, 2), (True, False), (False, True)
+            (False, True), (False, True), (1, 3), (True, False), (False, True)
         ):
             cases.append((method, tokens, drop_off, hashes_off, False, layers, caching, connector, 8192, 0))
         budgets = [(tokens + k, 0) for k in (0, 1, 2)] + [(8192, 4096), (4100, 4096), (4096, 8192)]
