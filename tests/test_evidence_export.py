@@ -15,19 +15,23 @@ from models import arith
 from proofs.enumerated import write_certificates
 from proofs.lemmas import validity_queries
 from proofs.prove import run_catalogue
+from proofs.report import confirm as confirm_module
 from proofs.report.confirm import (
     AGREES,
     DISAGREES,
     ENUMERATED,
+    MODEL_CHECK,
+    agreement,
     answer_cvc5,
     answer_z3,
     confirm,
     decide_cvc5,
     render,
 )
-from proofs.report.smt2 import exported, write_smt2
+from proofs.report.smt2 import CVC5_CONFIGURATIONS, exported, write_smt2
 
 HAS_CVC5 = importlib.util.find_spec("cvc5") is not None
+EAGLE_BACKOFF = "mutant:eagle-backoff-dropped"
 
 
 @pytest.fixture(scope="module")
@@ -126,6 +130,37 @@ def test_a_query_cvc5s_defaults_leave_unknown_is_posed_under_the_next_configurat
     report["entries"][0].update(agreement=DISAGREES)
     report["entries"][0]["files"][0].update(answer="sat")
     assert "f: sat under cvc5 --arith-brab=false (z3: unsat)" in render(report)[0]
+
+
+@pytest.mark.skipif(not HAS_CVC5, reason="cvc5 is not installed (pip install cvc5)")
+def test_a_sat_query_no_configuration_decides_is_confirmed_by_checking_z3s_model(ci_tier, monkeypatch):
+    # x*x*y = 12 with x > 1: within 1,000 units no configuration decides it; Z3's model, checked, is sat.
+    small = "(set-logic QF_NIA)(declare-fun x () Int)(declare-fun y () Int)"
+    small += "(assert (= (* x x y) 12))(assert (> x 1))(check-sat)"
+    assert all(answer_cvc5(small, 1_000, configuration) == "unknown" for configuration in CVC5_CONFIGURATIONS)
+    assert decide_cvc5(small, 1_000, expected="sat") == ("sat", MODEL_CHECK)
+    assert decide_cvc5(small, 1_000, expected="unsat") == ("unknown", "")  # only a sat answer has a model to check
+    # The mutant's counterexample query that stays unknown within the budget of --confirm cvc5.
+    entry = next(e for e in ci_tier if (e.theorem, e.variant) == ("prefill-restore-published", EAGLE_BACKOFF))
+    text = _first(entry).text
+    assert answer_cvc5(text, 50_000) == "unknown"
+    assert decide_cvc5(text, 50_000, expected="sat") == ("sat", MODEL_CHECK)
+    # A model that is none (Z3 wrong) is a disagreement, not a confirmation.
+    wrong = small.replace("(check-sat)", "(assert (= x 2))(assert (= y 2))(check-sat)")
+    monkeypatch.setattr(confirm_module, "with_z3_model", lambda _text: wrong)
+    assert decide_cvc5(small, 1_000, expected="sat") == ("unsat", MODEL_CHECK)
+    assert agreement("sat", "unsat") == DISAGREES
+    files = [{"file": "f", "expected": "sat", "answer": "unsat", "options": MODEL_CHECK}]
+    report = {
+        "solver": "cvc5",
+        "rlimit": 1_000,
+        "queries": 1,
+        "counts": {AGREES: 0, DISAGREES: 1, "unknown": 0, ENUMERATED: 0},
+        "entries": [{"entry": "t / v", "agreement": DISAGREES, "files": files}],
+    }
+    lines = render(report)
+    assert "f: unsat by checking Z3's model (z3: sat)" in lines[0]
+    assert lines[-1] == "queries the defaults left unknown, answered: 1 by checking Z3's model"
 
 
 def _first(entry):

@@ -5,7 +5,9 @@ disagrees (some query answered the other way: a failure), or is unknown
 lemma families' validity queries are confirmed too.
 
 The solver reads exactly the standard SMT-LIB text that --report-dir writes
-(proofs/report/smt2.py), never the Z3 options."""
+(proofs/report/smt2.py), never the Z3 options; only for a sat query that none
+of its configurations decides, that text with Z3's model asserted
+(MODEL_CHECK)."""
 
 from __future__ import annotations
 
@@ -26,6 +28,13 @@ SOLVERS = ("cvc5",)
 # under 40,000; the budget leaves room for a slower machine's answers to be
 # the same, and bounds an unknown at a few seconds.
 CVC5_RLIMIT = 500_000
+# A sat query that no configuration decides is posed once more with every
+# constant fixed to its value in a model Z3 finds of the same text: with
+# nothing left to search, cvc5 checks that model. sat certifies the query
+# satisfiable as any model does (cvc5 evaluated it); unsat says Z3's model is
+# none, a disagreement.
+MODEL_CHECK = "checking Z3's model"
+MODEL_RLIMIT = 5_000_000  # Z3's budget to find the model again
 AGREES, DISAGREES, UNKNOWN = "agrees", "disagrees", "unknown"
 # An entry decided by running the engine on every case of a finite domain:
 # it poses no query, so there is nothing to confirm, and it never counts as agreeing.
@@ -36,15 +45,37 @@ class SolverMissing(GridproofError):
     pass
 
 
-def decide_cvc5(text: str, rlimit: int = CVC5_RLIMIT) -> tuple[str, str]:
+def decide_cvc5(text: str, rlimit: int = CVC5_RLIMIT, expected: str = "") -> tuple[str, str]:
     """cvc5's answer to a standard SMT-LIB script under the first of
     CVC5_CONFIGURATIONS that answers sat or unsat within `rlimit`, and that
-    configuration's command-line options; unknown (and '') when none does."""
+    configuration's command-line options; for a query Z3 answered sat
+    (`expected`) and none of them decides, cvc5's check of Z3's model
+    (MODEL_CHECK); unknown (and '') when none answers."""
     for configuration in CVC5_CONFIGURATIONS:
         answer = answer_cvc5(text, rlimit, configuration)
         if answer in ("sat", "unsat"):
             return answer, command_line(configuration)
+    if expected == "sat":
+        fixed = with_z3_model(text)
+        checked = answer_cvc5(fixed, rlimit) if fixed is not None else "unknown"
+        if checked in ("sat", "unsat"):
+            return checked, MODEL_CHECK
     return answer, ""
+
+
+def with_z3_model(text: str) -> str | None:
+    """`text` with, before its check-sat, an assertion fixing every constant
+    to its value in a model Z3 finds of it within MODEL_RLIMIT; None when Z3
+    finds none."""
+    solver = z3.Solver(ctx=z3.Context())
+    solver.set("rlimit", MODEL_RLIMIT)
+    solver.from_string(text)
+    if solver.check() != z3.sat:
+        return None
+    model = solver.model()
+    fixed = "".join(f"(assert {(d() == model[d]).sexpr()})\n" for d in model.decls() if d.arity() == 0)
+    head, check, tail = text.rpartition("(check-sat)")
+    return head + fixed + check + tail
 
 
 def answer_cvc5(text: str, rlimit: int = CVC5_RLIMIT, configuration: tuple[tuple[str, str], ...] = ()) -> str:
@@ -109,7 +140,7 @@ def confirm(entries, solver: str = "cvc5", rlimit: int = CVC5_RLIMIT, jobs: int 
     for family, text in validity_queries().items():
         posed.append((f"lemma family {family}", f"lemma-{family}.smt2", "unsat"))
         texts.append(text)
-    answers = _answer_all(texts, rlimit, jobs)
+    answers = _answer_all(texts, [expected for *_, expected in posed], rlimit, jobs)
     owners: dict[str, list[dict]] = {f"{e.theorem} / {e.variant}": [] for e in entries}
     for (owner, name, expected), (answer, options) in zip(posed, answers, strict=True):
         owners.setdefault(owner, []).append({"file": name, "expected": expected, "answer": answer, "options": options})
@@ -125,23 +156,23 @@ def confirm(entries, solver: str = "cvc5", rlimit: int = CVC5_RLIMIT, jobs: int 
     return {"solver": solver, "rlimit": rlimit, "queries": len(texts), "entries": rows, "counts": counts}
 
 
-def _answer_all(texts: list[str], rlimit: int, jobs: int) -> list[tuple[str, str]]:
-    """decide_cvc5 of each text, `jobs` at a time."""
+def _answer_all(texts: list[str], expected: list[str], rlimit: int, jobs: int) -> list[tuple[str, str]]:
+    """decide_cvc5 of each text (Z3's answer `expected`), `jobs` at a time."""
     answers: list[tuple[str, str] | None] = [None] * len(texts)
 
     def done(i: int, answer: tuple[str, str]) -> None:
         answers[i] = answer
-        under = f" (cvc5 {answer[1]})" if answer[1] else ""
+        under = f" ({_how(answer[1])})" if answer[1] else ""
         progress(f"[{sum(a is not None for a in answers)}/{len(texts)}] cvc5: {answer[0]}{under}")
 
     if jobs <= 1:
         for i, text in enumerate(texts):
-            done(i, decide_cvc5(text, rlimit))
+            done(i, decide_cvc5(text, rlimit, expected[i]))
     else:
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         context = multiprocessing.get_context(method)
         with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            futures = {pool.submit(decide_cvc5, text, rlimit): i for i, text in enumerate(texts)}
+            futures = {pool.submit(decide_cvc5, text, rlimit, expected[i]): i for i, text in enumerate(texts)}
             for future in concurrent.futures.as_completed(futures):
                 done(futures[future], future.result())
     progress("")
@@ -154,7 +185,7 @@ def render(report: dict) -> list[str]:
     for row in report["entries"]:
         if row["agreement"] != AGREES:
             odd = [
-                f"{f['file']}: {f['answer']}{' under cvc5 ' + f['options'] if f.get('options') else ''}"
+                f"{f['file']}: {f['answer']}{' ' + _how(f['options']) if f.get('options') else ''}"
                 f" (z3: {f['expected']})"
                 for f in row["files"]
                 if f["answer"] != f["expected"]
@@ -173,6 +204,11 @@ def render(report: dict) -> list[str]:
         + (f"; {counts[ENUMERATED]} {ENUMERATED}, not confirmed" if counts[ENUMERATED] else "")
     )
     if alternative:
-        under = ", ".join(f"{n} under cvc5 {options}" for options, n in alternative.items())
+        under = ", ".join(f"{n} {_how(options)}" for options, n in alternative.items())
         lines.append(f"queries the defaults left unknown, answered: {under}")
     return lines
+
+
+def _how(options: str) -> str:
+    """How cvc5 came to an answer its defaults did not give."""
+    return f"by {options}" if options == MODEL_CHECK else f"under cvc5 {options}"
