@@ -145,13 +145,12 @@ def bench_catalogue(tier: str, theorems: tuple[str, ...] | None) -> None:
 def _time_command(arguments: list[str]) -> tuple[float, float]:
     """Wall and CPU seconds (every process of it) of `gridproof ARGUMENTS`
     run from this checkout in a process of its own."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     before = os.times()
     started = time.perf_counter()
     subprocess.run(
         [sys.executable, "-m", "proofs.cli", *arguments],
         cwd=ROOT,
-        env=env,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         check=False,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from types import SimpleNamespace
 
-SPECULATIVE_METHODS = (
+SPECULATIVE_CONFIG_MEMBERS = (
     "use_eagle",
     "needs_eagle_block_drop",
     "use_eagle_block_drop",
@@ -26,7 +26,7 @@ SPECULATIVE_METHODS = (
     "use_multi_module_mtp",
     "max_num_new_slots_for_drafting",
 )
-CONFIG_METHODS = (
+VLLM_CONFIG_MEMBERS = (
     "num_speculative_tokens",
     "num_lookahead_tokens",
     "num_prefill_lookahead_tokens",
@@ -42,9 +42,9 @@ class RealSpeculation:
         from vllm.config.speculative import SpeculativeConfig
         from vllm.config.vllm import VllmConfig
 
-        methods = {n: _own(SpeculativeConfig, n) for n in SPECULATIVE_METHODS}
+        methods = {n: _own(SpeculativeConfig, n) for n in SPECULATIVE_CONFIG_MEMBERS}
         self._speculative = type("StubSpeculativeConfig", (), methods)
-        self._config = type("StubVllmConfig", (), {n: _own(VllmConfig, n) for n in CONFIG_METHODS})
+        self._config = type("StubVllmConfig", (), {n: _own(VllmConfig, n) for n in VLLM_CONFIG_MEMBERS})
         # _set_max_num_scheduled_tokens warns of a small budget, once per value: a recording reads many.
         logging.getLogger("vllm.config.vllm").setLevel(logging.ERROR)
 
