@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields
 from models.config import ConfigInputs, ResolvedConfig, resolve
 from models.errors import GridproofError
 from models.geometry import DRAFT, RECURRENT, TARGET, CacheGroup, Deployment, Geometry, Request
-from models.hf_config import HybridModel
+from models.hf_config import HybridModel, MtpLayers
 from models.variants import Variant
 
 # config/speculative.py use_eagle_block_drop: the EAGLE family; MTP methods are
@@ -85,9 +85,9 @@ class ResolvedDeployment:
     notes: tuple[str, ...] = field(default=())
 
 
-def speculation(config: dict | None, mtp_layers: int | None = None) -> Speculation | None:
-    """`mtp_layers`: the model's num_nextn_predict_layers, None where its config.json has none (the MTP
-    draft is the model itself)."""
+def speculation(config: dict | None, mtp: MtpLayers | None = None) -> Speculation | None:
+    """`mtp`: what an MTP draft reads of the model's config (hf_config.mtp_layers); the MTP draft is the
+    model itself. None reads as a config with no MTP count."""
     if config is None:
         return None
     method = config.get("method")
@@ -98,21 +98,29 @@ def speculation(config: dict | None, mtp_layers: int | None = None) -> Speculati
     if method not in SPECULATIVE_METHODS:
         known = ", ".join(SPECULATIVE_METHODS)
         raise DeploymentError(f"--speculative-config: unknown method {method!r} (known: {known})")
+    mtp = mtp or MtpLayers(None, 1)
+    n_predict = mtp.n_predict if method == "mtp" else None
+    if n_predict == 0:
+        # SpeculativeConfig.__post_init__: num_speculative_tokens % n_predict, or a default of 0 refused.
+        raise DeploymentError(
+            "--speculative-config: vLLM 0.33.0 cannot start an MTP draft from this model: its config gives "
+            "the draft 0 MTP layers (Kimi-K3 reads text_config.num_nextn_predict_layers, 0 when absent)"
+        )
     tokens = config.get("num_speculative_tokens")
     if tokens is None:
-        # vLLM defaults it to the draft's n_predict: for MTP the model's num_nextn_predict_layers.
-        if method != "mtp" or mtp_layers is None:
+        # vLLM defaults it to the draft's n_predict, which it finds for MTP only.
+        if n_predict is None:
             raise DeploymentError(
                 '--speculative-config: needs "num_speculative_tokens" (vLLM would take it from the draft '
-                "model's config, which gridproof reads only for MTP, as num_nextn_predict_layers)"
+                "model's config, which gridproof reads only for MTP, where this model's config gives no count)"
             )
-        tokens = mtp_layers
+        tokens = n_predict
     if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens <= 0:
         raise DeploymentError(f"--speculative-config: num_speculative_tokens must be positive, got {tokens!r}")
-    if method == "mtp" and mtp_layers and tokens > mtp_layers and tokens % mtp_layers:
+    if n_predict and tokens > n_predict and tokens % n_predict:
         raise DeploymentError(
             f"--speculative-config: num_speculative_tokens {tokens} must be a multiple of the model's "
-            f"{mtp_layers} MTP layers (vLLM reuses the modules in turn)"
+            f"{n_predict} MTP layers (vLLM reuses the modules in turn)"
         )
     switches = {}
     for name in ("disable_eagle_block_drop", "disable_lookahead_block_hashes", "parallel_drafting"):
@@ -122,7 +130,7 @@ def speculation(config: dict | None, mtp_layers: int | None = None) -> Speculati
     # config/speculative.py: use_eagle, needs_eagle_block_drop, use_multi_module_mtp and
     # max_num_new_slots_for_drafting; config/vllm.py: num_lookahead_tokens, num_prefill_lookahead_tokens.
     drafts_from_hidden_states = method in (*EAGLE_METHODS, "dflash")
-    multi_module = method == "mtp" and min(1 if mtp_layers is None else mtp_layers, tokens) > 1
+    multi_module = method == "mtp" and min(mtp.multi_module_read, tokens) > 1
     if method == "dflash":  # drafts in a pass of its own: no slot in the batch, a bonus query per request
         slots, lookahead_slots = 0, tokens + 1
     else:
@@ -221,7 +229,7 @@ def resolve_deployment(model: HybridModel, flags: ServeFlags, variant: Variant) 
         # VllmConfig.validate_mamba_block_size
         raise DeploymentError("--mamba-block-size needs prefix caching (vLLM refuses it with prefix caching off)")
     align = flags.enable_prefix_caching and flags.mamba_cache_mode != "none"
-    spec = speculation(flags.speculative_config, model.mtp_layers)
+    spec = speculation(flags.speculative_config, model.mtp)
     num_spec = spec.num_speculative_tokens if spec else 0
     kernel_min, preferred = model.kernel_block()
     page_per_token = model.attention_page_per_token(tp)

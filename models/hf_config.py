@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from models.errors import GridproofError
@@ -40,6 +40,53 @@ class StateTensor:
 
 
 @dataclass(frozen=True)
+class MtpLayers:
+    """A model's MTP modules as vLLM 0.33.0 reads them, when the model drafts for itself
+    (--speculative-config method mtp). `n_predict`: what SpeculativeConfig.hf_config_override gives
+    the draft's config, which is num_speculative_tokens's default and what a larger count must be a
+    multiple of; None where it gives none. `multi_module_read`: the num_nextn_predict_layers that
+    use_multi_module_mtp reads on that config, 1 where it has none."""
+
+    n_predict: int | None
+    multi_module_read: int
+
+
+NEXTN = "num_nextn_predict_layers"
+MTP_HIDDEN = "mtp_num_hidden_layers"
+QWEN3_5_TYPES = ("qwen3_5", "qwen3_5_moe", "qwen3_5_text")
+# Config classes that declare num_nextn_predict_layers with a default of 0, so that
+# use_multi_module_mtp's getattr default of 1 never applies to them.
+NEXTN_DEFAULT_ZERO = ("nemotron_h", "kimi_linear")
+
+
+def mtp_layers(config: dict) -> MtpLayers:
+    """Where hf_config_override (config/speculative.py:787-792, 894-913, 986-1007) reads the
+    count for each model type gridproof reads, on config.json as written (`text_config` nested):
+    Qwen3-Next and Nemotron-H (a positive count only) at the top, Qwen3.5 as mtp_num_hidden_layers
+    at the top or else in text_config, Kimi-K3 in text_config only (0 where absent: its
+    KimiLinearConfig's default); the other types get no MTP rewrite, so no n_predict."""
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
+    model_type = config.get("model_type")
+    for where, values in (("", config), ("text_config.", text)):
+        for key in (NEXTN, MTP_HIDDEN):
+            count = values.get(key)
+            if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
+                raise ModelConfigError(f"{where}{key} must be a count, got {count!r}")
+    n_predict = None
+    if model_type == "qwen3_next":
+        n_predict = config.get(NEXTN)
+    elif model_type in QWEN3_5_TYPES:
+        n_predict = config.get(MTP_HIDDEN)
+        if n_predict is None:
+            n_predict = text.get(MTP_HIDDEN)
+    elif model_type == "nemotron_h":
+        n_predict = config.get(NEXTN) or None
+    elif model_type == "kimi_k3":
+        n_predict = text.get(NEXTN, 0)
+    return MtpLayers(n_predict, config.get(NEXTN, 0 if model_type in NEXTN_DEFAULT_ZERO else 1))
+
+
+@dataclass(frozen=True)
 class HybridModel:
     name: str
     model_type: str
@@ -52,7 +99,7 @@ class HybridModel:
     fields: dict
     prefill_checkpoint_alignment: int | None
     max_position_embeddings: int | None
-    mtp_layers: int | None = None  # num_nextn_predict_layers, None when absent: an MTP draft's modules
+    mtp: MtpLayers = field(default_factory=lambda: MtpLayers(None, 1))  # what an MTP draft reads of it
 
     def kv_heads_per_rank(self, tp: int) -> int:
         return 1 if self.use_mla else max(1, self.kv_heads // tp)
@@ -222,10 +269,10 @@ READERS = {
 def parse_model(config: dict, name: str, source: str = "") -> HybridModel:
     if not isinstance(config, dict):
         raise ModelConfigError(f"{name}: expected a JSON object")
-    # Read where vLLM's use_multi_module_mtp reads it: on the config itself, not its text_config.
-    mtp_layers = config.get("num_nextn_predict_layers")
-    if mtp_layers is not None and (isinstance(mtp_layers, bool) or not isinstance(mtp_layers, int) or mtp_layers < 0):
-        raise ModelConfigError(f"{name}: num_nextn_predict_layers must be a count, got {mtp_layers!r}")
+    try:
+        mtp = mtp_layers(config)
+    except ModelConfigError as error:
+        raise ModelConfigError(f"{name}: {error}") from None
     if "text_config" in config and "model_type" in config.get("text_config", {}):
         config = {**config["text_config"], **{k: v for k, v in config.items() if k == "_source"}}
     model_type = config.get("model_type")
@@ -249,7 +296,7 @@ def parse_model(config: dict, name: str, source: str = "") -> HybridModel:
         fields=fields,
         prefill_checkpoint_alignment=alignment,
         max_position_embeddings=config.get("max_position_embeddings"),
-        mtp_layers=mtp_layers,
+        mtp=mtp,
     )
 
 

@@ -129,6 +129,8 @@ def render_json(r: dict) -> dict:
             "state_page": d.config_inputs.mamba_page,
         },
         "max_num_scheduled_tokens": d.geometry.deployment.max_num_scheduled_tokens,
+        # As vLLM resolves it (an MTP draft's default from the model's config); null without one.
+        "num_speculative_tokens": d.speculation.num_speculative_tokens if d.speculation else None,
         "eagle_block_drop": r["plan"].split.eagle_drop,
         "hash_lookahead_tokens": r["plan"].split.lookahead,
         "offload": d.offload,

@@ -229,6 +229,26 @@ def test_the_hash_lookahead_follows_the_drafter(tmp_path, capsys):
     assert status == 2 and "must be a multiple of the model's 3 MTP layers" in capsys.readouterr().err
 
 
+def test_the_mtp_layer_count_is_read_where_vllm_reads_it_for_each_model_type(tmp_path, capsys):
+    """Kimi-K3 nests the count under text_config, where vLLM's n_predict reads it, while
+    use_multi_module_mtp reads the top level: one module's lookahead. Qwen3.5 counts
+    mtp_num_hidden_layers. Kimi-K3 without a count gives the draft 0 layers, which vLLM fails on."""
+    mtp = '{"method": "mtp"}'
+    kimi = json.loads(_family_text("kimi-k3"))
+    path = tmp_path / "kimi.json"
+    path.write_text(json.dumps({**kimi, "text_config": {"num_nextn_predict_layers": 3}}))
+    base = ["--model", str(path), "-tp", "16", "-dcp", "16", "--block-size", "768"]
+    _, nested = check_json(capsys, *base, "--speculative-config", mtp)
+    assert (nested["num_speculative_tokens"], nested["hash_lookahead_tokens"]) == (3, 1)
+    assert main(["check", "--model", "kimi-k3", "-tp", "16", "-dcp", "16", "--speculative-config", mtp]) == 2
+    assert "gives the draft 0 MTP layers" in capsys.readouterr().err
+    qwen = json.loads(_family_text("qwen3.5"))
+    path = tmp_path / "qwen.json"
+    path.write_text(json.dumps({**qwen, "text_config": {"mtp_num_hidden_layers": 2}}))
+    _, counted = check_json(capsys, "--model", str(path), "-tp", "4", "--speculative-config", mtp)
+    assert counted["num_speculative_tokens"] == 2
+
+
 def test_the_offload_chunk_is_read_as_vllm_reads_it():
     """blocks_per_chunk as given; block_size over the groups' one span per block (a DCP-sharded
     target group's block times the DCP size), which DCP 1 leaves equal."""

@@ -8,7 +8,8 @@ recorded cases pin the baseline to what vLLM 0.33.0 returned: its split,
 checkpoint position and validity, and block-size resolution, on inputs
 drawn at and around the places each decides on; and `gridproof check`'s
 reading of the speculative, connector, caching and budget flags
-(models.deploy) to what vLLM's own config reads of them.
+(models.deploy) and of a model's MTP layer count to what vLLM's own config
+reads of them.
 tests/conformance/recorded.py records them with the real vLLM;
 tests/conformance/test_recorded.py checks that this file is what it records.
 """
@@ -25,6 +26,7 @@ from pathlib import Path
 from models.config import ConfigInputs, resolve
 from models.deploy import DeploymentError, scheduler_flags, speculation
 from models.errors import GridproofError
+from models.hf_config import MTP_HIDDEN, NEXTN, MtpLayers, mtp_layers
 from models.scheduler import SplitCall, SplitParams, checkpoint_position, checkpoint_valid, split
 from models.variants import PR457, PR457_GUARDED
 from proofs.catalog.base import Theorem
@@ -70,7 +72,8 @@ def _speculation(_variant, x: dict) -> tuple:
         config.update({name: x[name] for name in switches})
     try:
         flags = scheduler_flags(
-            speculation(config, x["mtp_layers"]),
+            # The stubbed draft config has the one count, read by both.
+            speculation(config, MtpLayers(x["mtp_layers"], x["mtp_layers"])),
             x["enable_prefix_caching"],
             x["kv_connector"],
             x["max_num_batched_tokens"],
@@ -79,6 +82,25 @@ def _speculation(_variant, x: dict) -> tuple:
     except DeploymentError:
         return True, False, 0, 0, 0
     return False, flags.eagle_block_drop, flags.hash_lookahead_tokens, flags.draft_slots, flags.max_num_scheduled_tokens
+
+
+# A config key absent, or vLLM's n_predict None.
+ABSENT = -1
+MTP_KEYS = (("nextn", NEXTN), ("mtp_hidden", MTP_HIDDEN))
+
+
+def mtp_config(x: dict) -> dict:
+    """The config.json a recorded MTP case stands for: each count where given, the text_config ones nested."""
+    config = {"model_type": x["model_type"]}
+    config.update({key: x[column] for column, key in MTP_KEYS if x[column] != ABSENT})
+    text = {key: x[f"text_{column}"] for column, key in MTP_KEYS if x[f"text_{column}"] != ABSENT}
+    return {**config, "text_config": text} if text else config
+
+
+def _mtp(_variant, x: dict) -> tuple:
+    """`gridproof check`'s reading of a model's MTP count (models.hf_config.mtp_layers)."""
+    read = mtp_layers(mtp_config(x))
+    return ABSENT if read.n_predict is None else read.n_predict, read.multi_module_read
 
 
 FUNCTIONS = {
@@ -99,6 +121,12 @@ FUNCTIONS = {
         ),
         ("refused", "eagle_block_drop", "hash_lookahead_tokens", "draft_slots", "token_budget"),
         _speculation,
+    ),
+    # A model's MTP count for a self-drafting MTP: ABSENT for a key not in the config, or no n_predict.
+    "mtp": RecordedFunction(
+        ("model_type", *(c for c, _ in MTP_KEYS), *(f"text_{c}" for c, _ in MTP_KEYS)),
+        ("n_predict", "multi_module_read"),
+        _mtp,
     ),
     # A mamba_block_size given on entry is the user's --mamba-block-size (explicit_mamba_block_size).
     "config": RecordedFunction(
@@ -213,7 +241,8 @@ THEOREMS = (
         "resolution (`Platform._align_hybrid_block_size`), the model answers as vLLM did; and on every recorded "
         "reading of the speculative, KV-connector, prefix-caching and budget flags (`SpeculativeConfig`, "
         "`VllmConfig`: the EAGLE block drop, the hash lookahead, the draft slots, the token budget, and the "
-        "budgets vLLM refuses), `gridproof check` (models.deploy) reads them as vLLM does. "
+        "budgets vLLM refuses), and of a model's MTP layer count (`SpeculativeConfig.hf_config_override`), "
+        "`gridproof check` (models.deploy, models.hf_config) reads them as vLLM does. "
         f"{PR457.name} and {PR457_GUARDED.name} too, except that they keep an explicit --mamba-block-size "
         "in align mode, where 0.33.0 overwrites it (config-explicit-cadence-kept).",
         (),

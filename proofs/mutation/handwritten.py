@@ -287,6 +287,26 @@ MUTANTS = {
             base=BASELINE,
         ),
         _mutant(
+            "kimi-mtp-count-at-top",
+            "`check` reads Kimi-K3's MTP layer count at the top of config.json, where vLLM 0.33.0's "
+            "hf_config_override reads its text_config",
+            "hf_config",
+            "mtp_layers",
+            "n_predict = text.get(NEXTN, 0)",
+            "n_predict = config.get(NEXTN, 0)",
+            base=BASELINE,
+        ),
+        _mutant(
+            "qwen3-5-mtp-count-as-nextn",
+            "`check` reads Qwen3.5's MTP layer count as num_nextn_predict_layers, where vLLM 0.33.0 reads "
+            "mtp_num_hidden_layers",
+            "hf_config",
+            "mtp_layers",
+            "n_predict = config.get(MTP_HIDDEN)",
+            "n_predict = config.get(NEXTN)",
+            base=BASELINE,
+        ),
+        _mutant(
             "full-hit-restorable",
             "the GPU restore leaves the last token to compute only through the hash lookahead: a full hit restorable",
             "reuse",

@@ -120,3 +120,28 @@ def _own(cls, name: str):
         if name in vars(klass):
             return vars(klass)[name]
     raise AttributeError(f"vLLM's {cls.__name__} has no {name}: not the vLLM 0.33.0 these stubs call")
+
+
+class RealMtpLayers:
+    """vLLM 0.33.0's `SpeculativeConfig.hf_config_override` on a model config built by vLLM's own config
+    registry (else Transformers'), as vLLM builds an MTP draft's config from the model's config.json.
+    Loads vLLM and Transformers on construction."""
+
+    def __init__(self) -> None:
+        from transformers import AutoConfig
+        from vllm.config.speculative import SpeculativeConfig
+        from vllm.transformers_utils.config import _CONFIG_REGISTRY
+
+        self._override = SpeculativeConfig.hf_config_override
+        self._registry, self._auto = _CONFIG_REGISTRY, AutoConfig
+
+    def read(self, model_type: str, config: dict) -> tuple[int | None, int]:
+        """(the n_predict the draft's config is given, None where none; the num_nextn_predict_layers
+        use_multi_module_mtp reads on it, with its getattr default of 1)."""
+        config = {"architectures": ["Model"], **config}
+        if model_type in self._registry:
+            hf_config = self._registry[model_type](**config)
+        else:
+            hf_config = self._auto.for_model(model_type, **config)
+        draft = self._override(hf_config)
+        return getattr(draft, "n_predict", None), getattr(draft, "num_nextn_predict_layers", 1)

@@ -31,6 +31,13 @@ def real_speculation():
     return quietly(RealSpeculation)
 
 
+@pytest.fixture(scope="session")
+def real_mtp():
+    from proofs.real_vllm.speculation import RealMtpLayers
+
+    return quietly(RealMtpLayers)
+
+
 def pytest_terminal_summary(terminalreporter):
     for line in tally.summary_lines():
         terminalreporter.write_line(line)

@@ -30,7 +30,7 @@ from conformance import boundaries, config_inputs, decision_inputs, split_inputs
 from models.config import ConfigInputs
 from models.deploy import SPECULATIVE_METHODS
 from models.scheduler import SplitCall, SplitParams
-from proofs.catalog.recorded import FUNCTIONS, RECORDED, SPLIT_CALL, SPLIT_PARAMS, VERSION
+from proofs.catalog.recorded import ABSENT, FUNCTIONS, RECORDED, SPLIT_CALL, SPLIT_PARAMS, VERSION, mtp_config
 
 SEED = 20261201
 SPLIT_BOUNDARY_CASES = 1500
@@ -93,6 +93,37 @@ def speculation_cases() -> list[tuple]:
     return cases
 
 
+# The model types gridproof reads that vLLM or Transformers has a config class for (MiniMax's is remote code).
+MTP_MODEL_TYPES = (
+    "qwen3_next",
+    "qwen3_5",
+    "qwen3_5_moe",
+    "qwen3_5_text",
+    "nemotron_h",
+    "kimi_k3",
+    "kimi_linear",
+    "jamba",
+    "falcon_h1",
+    "granitemoehybrid",
+)
+
+
+def mtp_cases() -> list[tuple]:
+    """Every model type with each count absent, 0 or 2, at the top and in text_config."""
+    counts = (ABSENT, 0, 2)
+    return [(t, *values) for t in MTP_MODEL_TYPES for values in itertools.product(counts, repeat=4)]
+
+
+def _mtp_row(real_mtp, case: tuple) -> list | None:
+    x = dict(zip(FUNCTIONS["mtp"].inputs, case, strict=True))
+    config = {k: v for k, v in mtp_config(x).items() if k != "model_type"}
+    read = _returned(real_mtp.read, x["model_type"], config)
+    if read is None:
+        return None
+    n_predict, multi_module_read = read
+    return [*case, ABSENT if n_predict is None else n_predict, multi_module_read]
+
+
 def _returned(function, *arguments):
     """What the real function returns, or None where it raises: such inputs are not recorded."""
     try:
@@ -101,7 +132,7 @@ def _returned(function, *arguments):
         return None
 
 
-def record(real_split, real_config, real_speculation) -> dict:
+def record(real_split, real_config, real_speculation, real_mtp) -> dict:
     rng = random.Random(SEED)
     split_cases = _sample(rng, list(boundaries.split_cases()), SPLIT_BOUNDARY_CASES)
     for _ in range(SPLIT_RANDOM_CASES):
@@ -134,6 +165,7 @@ def record(real_split, real_config, real_speculation) -> dict:
         "checkpoint_valid": rows(valid, real_split.checkpoint_valid, lambda *row: list(row)),
         "config": rows(((s,) for s in scenarios), real_config.resolve, config_row),
         "speculation": [[*case, *real_speculation.read(*case)] for case in speculation_cases()],
+        "mtp": [row for row in (_mtp_row(real_mtp, case) for case in mtp_cases()) if row is not None],
     }
     result = {"vllm": VERSION, "recorded_by": f"tests/conformance/recorded.py, seed {SEED}"}
     for name, function in FUNCTIONS.items():
@@ -166,11 +198,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from proofs.real_vllm import quietly
     from proofs.real_vllm.config import RealConfig
-    from proofs.real_vllm.speculation import RealSpeculation
+    from proofs.real_vllm.speculation import RealMtpLayers, RealSpeculation
     from proofs.real_vllm.split import RealSplit
 
     print(f"loading vLLM {VERSION} ...", file=sys.stderr, flush=True)
-    recorded = record(quietly(RealSplit), quietly(RealConfig), quietly(RealSpeculation))
+    recorded = record(quietly(RealSplit), quietly(RealConfig), quietly(RealSpeculation), quietly(RealMtpLayers))
     counts = ", ".join(f"{k} {len(v['cases'])}" for k, v in recorded.items() if isinstance(v, dict))
     if args.write:
         Path(RECORDED).write_text(dumps(recorded), encoding="utf-8")
