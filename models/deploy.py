@@ -17,7 +17,9 @@ from models.variants import Variant
 # config/speculative.py use_eagle_block_drop: the EAGLE family; MTP methods are
 # normalised to "mtp" by vLLM (qwen3_next_mtp, deepseek_mtp, ...).
 EAGLE_METHODS = ("eagle", "eagle3", "mtp")
-SPECULATIVE_METHODS = (*EAGLE_METHODS, "ngram", "medusa", "mlp_speculator", "draft_model", "dflash", "suffix")
+# DFlash and DSpark draft from the target's hidden states in a pass of their own (parallel drafting).
+BLOCK_DRAFTERS = ("dflash", "dspark")
+SPECULATIVE_METHODS = (*EAGLE_METHODS, "ngram", "medusa", "mlp_speculator", "draft_model", *BLOCK_DRAFTERS, "suffix")
 OFFLOADING_CONNECTOR = "OffloadingConnector"
 # vLLM 0.33.0 get_batch_defaults for the OpenAI server on a >= 70 GiB GPU.
 DEFAULT_BATCHED_TOKENS = 8192
@@ -129,10 +131,14 @@ def speculation(config: dict | None, mtp: MtpLayers | None = None) -> Speculatio
             raise DeploymentError(f"--speculative-config: {name} must be true or false")
     # config/speculative.py: use_eagle, needs_eagle_block_drop, use_multi_module_mtp and
     # max_num_new_slots_for_drafting; config/vllm.py: num_lookahead_tokens, num_prefill_lookahead_tokens.
-    drafts_from_hidden_states = method in (*EAGLE_METHODS, "dflash")
+    drafts_from_hidden_states = method in (*EAGLE_METHODS, *BLOCK_DRAFTERS)
     multi_module = method == "mtp" and min(mtp.multi_module_read, tokens) > 1
     if method == "dflash":  # drafts in a pass of its own: no slot in the batch, a bonus query per request
         slots, lookahead_slots = 0, tokens + 1
+    elif method == "dspark":
+        # No bonus query where the draft samples from the anchor, which is its config's default
+        # (sample_from_anchor, read on the draft model's config; gridproof does not read it).
+        slots, lookahead_slots = 0, tokens
     else:
         if switches["parallel_drafting"]:
             slots = tokens if method == "draft_model" else tokens - 1
