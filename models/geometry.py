@@ -14,6 +14,10 @@ from models import arith
 from models.errors import GridproofError
 from models.files import read_user_text
 
+# vLLM's model runner holds a request's scheduled tokens in int32 arrays (gpu_model_runner.py:5552):
+# `check` reads no token count or size of a deployment larger.
+MAX_TOKENS = 2**31 - 1
+
 BUILTIN_DIR = Path(__file__).parent / "geometries"
 
 TARGET = "target-attention"

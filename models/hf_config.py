@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from models.errors import GridproofError
+from models.files import UnreadableFileError, read_user_text
+from models.geometry import MAX_TOKENS
 
 FAMILY_DIR = Path(__file__).parent / "families"
 DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "int8": 1, "fp8": 1}
@@ -66,6 +68,9 @@ def mtp_layers(config: dict) -> MtpLayers:
     at the top or else in text_config, Kimi-K3 in text_config only (0 where absent: its
     KimiLinearConfig's default); the other types get no MTP rewrite, so no n_predict."""
     text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
+    # A null count reads as absent (vLLM's getattr would return the None, which no count it compares takes).
+    config = {k: v for k, v in config.items() if v is not None}
+    text = {k: v for k, v in text.items() if v is not None}
     model_type = config.get("model_type")
     for where, values in (("", config), ("text_config.", text)):
         for key in (NEXTN, MTP_HIDDEN):
@@ -191,18 +196,31 @@ def _state_dtypes(model: HybridModel, ssm_cache_dtype: str) -> tuple[str, ...]:
 # --- reading a config.json, per model_type ---------------------------------------------------------
 
 
-def _need(config: dict, key: str, where: str = ""):
+def _need(config: dict, key: str, where: str = "") -> int:
+    """A size the config must give: a positive integer."""
     value = config.get(key)
-    if isinstance(value, bool) or not isinstance(value, (int, str, dict)):
-        raise ModelConfigError(f"{where}{key}: missing or not a number")
-    if isinstance(value, int) and value <= 0:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ModelConfigError(f"{where}{key}: missing or not an integer")
+    if value <= 0:
         raise ModelConfigError(f"{where}{key}: must be positive, got {value}")
+    return value
+
+
+def _optional_count(config: dict, key: str, least: int) -> int | None:
+    """An integer from `least` to MAX_TOKENS, or None where absent or null."""
+    value = config.get(key)
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, int) or not least <= value <= MAX_TOKENS
+    ):
+        raise ModelConfigError(f"{key}: expected an integer from {least} to {MAX_TOKENS:,}, got {value!r}")
     return value
 
 
 def _attention(config: dict) -> tuple[int, int]:
     heads = _need(config, "num_key_value_heads")
-    head_dim = config.get("head_dim") or _need(config, "hidden_size") // _need(config, "num_attention_heads")
+    if config.get("head_dim") is not None:
+        return heads, _need(config, "head_dim")
+    head_dim = _need(config, "hidden_size") // _need(config, "num_attention_heads")
     return heads, head_dim
 
 
@@ -238,7 +256,7 @@ def _read_mamba1(c: dict):
 
 
 def _read_kda(c: dict):
-    linear = _need(c, "linear_attn_config")
+    linear = c.get("linear_attn_config")
     if not isinstance(linear, dict):
         raise ModelConfigError("linear_attn_config: expected an object")
     fields = {k: _need(linear, k, "linear_attn_config.") for k in ("num_heads", "head_dim", "short_conv_kernel_size")}
@@ -273,17 +291,21 @@ def parse_model(config: dict, name: str, source: str = "") -> HybridModel:
         mtp = mtp_layers(config)
     except ModelConfigError as error:
         raise ModelConfigError(f"{name}: {error}") from None
-    if "text_config" in config and "model_type" in config.get("text_config", {}):
+    if isinstance(config.get("text_config"), dict) and "model_type" in config["text_config"]:
         config = {**config["text_config"], **{k: v for k, v in config.items() if k == "_source"}}
     model_type = config.get("model_type")
-    if model_type not in READERS:
+    if not isinstance(model_type, str) or model_type not in READERS:
         known = ", ".join(sorted(READERS))
         raise ModelConfigError(f"{name}: model_type {model_type!r} is not a hybrid gridproof reads (known: {known})")
     dtype = str(config.get("dtype") or config.get("torch_dtype") or "bfloat16")
     if dtype not in DTYPE_BYTES:
         raise ModelConfigError(f"{name}: dtype {dtype!r} is not one of {', '.join(DTYPE_BYTES)}")
-    use_mla, kv_heads, head_size, kind, fields = READERS[model_type](config)
-    alignment = config.get("prefill_checkpoint_alignment")
+    try:
+        use_mla, kv_heads, head_size, kind, fields = READERS[model_type](config)
+        alignment = _optional_count(config, "prefill_checkpoint_alignment", 0)
+        max_position_embeddings = _optional_count(config, "max_position_embeddings", 1)
+    except ModelConfigError as error:
+        raise ModelConfigError(f"{name}: {error}") from None
     return HybridModel(
         name=name,
         model_type=model_type,
@@ -295,7 +317,7 @@ def parse_model(config: dict, name: str, source: str = "") -> HybridModel:
         state_kind=kind,
         fields=fields,
         prefill_checkpoint_alignment=alignment,
-        max_position_embeddings=config.get("max_position_embeddings"),
+        max_position_embeddings=max_position_embeddings,
         mtp=mtp,
     )
 
@@ -314,9 +336,9 @@ def load_model(name_or_path: str) -> HybridModel:
             f" (built-in: {', '.join(builtin_model_names())})"
         )
     try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise ModelConfigError(f"--model {path}: cannot read: {error.strerror}") from None
+        config = json.loads(read_user_text(path, "a Hugging Face config.json"))
+    except UnreadableFileError as error:
+        raise ModelConfigError(f"--model {error}") from None
     except json.JSONDecodeError as error:
         raise ModelConfigError(f"--model {path}: not valid JSON: {error}") from None
     return parse_model(config, name=path.stem if builtin.exists() else str(path), source=str(path))

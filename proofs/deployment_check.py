@@ -121,12 +121,17 @@ def guard_verdict(deployment: ResolvedDeployment, geometry) -> dict:
     return result
 
 
+# A recurrent checkpoint a million tokens apart is not one a deployment asks for.
+MAX_RECOMMENDED_CADENCE = 2**20
+
+
 def recommendations(deployment: ResolvedDeployment, p: Plan, count: int = 4) -> list[dict]:
-    """Valid --mamba-block-size values near the budget: multiples of every
-    target span and of the physical block, under pr457-guarded."""
+    """Valid --mamba-block-size values near the budget (at most MAX_RECOMMENDED_CADENCE):
+    multiples of every target span and of the physical block, under pr457-guarded."""
     d = p.geometry.deployment
     unit = math.lcm(d.block_size, *p.target_spans)
-    budget = d.max_num_scheduled_tokens
+    # The worst recompute is read at every grid point of two cadences: work in cadence / unit.
+    budget = min(d.max_num_scheduled_tokens, MAX_RECOMMENDED_CADENCE)
     first = max(1, budget // unit)
     values = sorted({unit * k for k in range(max(1, first - 1), first + count)})[:count]
     spec = deployment.speculation

@@ -46,6 +46,10 @@ from proofs.solver import PROVED, UNKNOWN, VACUOUS, Claim, Kind, Outcome, Solver
 FAR = 10**12  # a prompt length beyond every stop of the free run
 MAX_FREE_RUN_STEPS = 10_000
 MAX_CLASSES = 64
+# Stops of the free run per period: the law has an obligation per stop, each selecting among all
+# of them. At 120 stops (Kimi-K3 at a 16-token budget) `check` takes about 7 s; a 1-token budget
+# has 1,920, which no longer finishes.
+MAX_PERIOD_STOPS = 128
 MAX_FREE_RUN_POINTS = 100_000  # enumerated concretely, once per deployment
 RLIMIT = 30_000_000  # per obligation of the general form
 SIMPLE_RLIMIT = 3_000_000  # per obligation of a printed closed form (those proved take under 1,000,000)
@@ -498,6 +502,11 @@ def prepare(plan: Plan) -> Setting | str:
     run = free_run(plan)
     if run is None:
         return "the prefill stalls or never returns to its grid"
+    if len(run.points) > MAX_PERIOD_STOPS:
+        return (
+            f"the free run stops {len(run.points):,} times before it is back on its grid: more than "
+            f"{MAX_PERIOD_STOPS} to prove the law over"
+        )
     if _qualifying_period(plan, run) // run.period * len(run.points) > MAX_FREE_RUN_POINTS:
         return f"the restorable grid repeats only after more than {MAX_FREE_RUN_POINTS:,} free-run points"
     period, classes = _classes(plan, run)

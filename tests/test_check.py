@@ -166,6 +166,12 @@ BAD_INPUT = [
     (["--kv-transfer-config", _offload({"block_size": 64, "blocks_per_chunk": 2})], "not both"),
     (["--kv-transfer-config", _offload({"blocks_per_chunk": 0})], "blocks_per_chunk must be a positive integer"),
     (["--kv-transfer-config", _offload([1])], "kv_connector_extra_config must be a JSON object"),
+    # Beyond vLLM's int32 token counts, and work that grows with the value, refused up front.
+    (["--max-num-batched-tokens", str(2**31)], "at most 2,147,483,647 (vLLM holds token counts in int32)"),
+    (["--long-prefill-token-threshold", "9" * 30], "at most 2,147,483,647"),
+    (["--verify-law-up-to", "1000001"], "at most 1,000,000 (each length is simulated)"),
+    (["--sweep", "block_size=1..99999999999999"], "99,999,999,999,999 values: at most 64"),
+    (["--sweep", f"block_size=1..{10**30}:{10**29}"], "values of at most 2,147,483,647"),
 ]
 
 
@@ -281,6 +287,33 @@ def test_a_config_json_path_and_malformed_files(tmp_path, capsys):
     path.write_text(json.dumps({**config, "num_nextn_predict_layers": "two"}))
     assert main(["check", "--model", str(path)]) == 2
     assert "num_nextn_predict_layers must be a count, got 'two'" in capsys.readouterr().err
+    for changed, message in (
+        ({"max_position_embeddings": "x"}, "max_position_embeddings: expected an integer from 1 to 2,147,483,647"),
+        ({"prefill_checkpoint_alignment": 10**30}, "prefill_checkpoint_alignment: expected an integer from 0"),
+        ({"model_type": []}, "model_type [] is not a hybrid gridproof reads"),
+        ({"mamba_d_state": "128"}, "mamba_d_state: missing or not an integer"),
+        ({"text_config": None, "num_nextn_predict_layers": None}, None),
+    ):
+        path.write_text(json.dumps({**config, **changed}))
+        status = main(["check", "--model", str(path), "-tp", "2"])
+        err = capsys.readouterr().err
+        if message is None:  # null counts and a null text_config read as absent
+            assert status == 0, err
+        else:
+            assert status == 2 and err.startswith(f"gridproof: error: {path}: {message}"), err
+    path.write_bytes(b"\x80{}")
+    assert main(["check", "--model", str(path)]) == 2
+    assert capsys.readouterr().err == f"gridproof: error: --model {path}: not UTF-8 text (byte 0x80 at line 1), " + (
+        "expected a Hugging Face config.json\n"
+    )
+
+
+def test_a_budget_of_one_token_refuses_the_law_up_front(capsys):
+    """1,920 stops of one token per grid period: more than the law's unrolling takes, said at once
+    rather than after minutes of unrolling."""
+    status, result = check_json(capsys, "--max-num-batched-tokens", "1")
+    assert result["hit_law"]["verdict"] == "UNKNOWN"
+    assert "the free run stops 1,920 times before it is back on its grid" in result["hit_law"]["reason"]
 
 
 def _family_text(name: str) -> str:

@@ -1,7 +1,7 @@
-"""Every command (simulate, prove, report, mine, mutate, source), driven in this process through
-`proofs.cli.main` with generated arguments and generated files (geometry TOML and result JSON:
-valid, truncated, wrong types, huge numbers, binary): it answers with exit status 0, 1 or 2, never
-an exception; exit 2 is exactly one line on stderr, `gridproof: error: ...`.
+"""Every command (simulate, prove, report, mine, mutate, source, check), driven in this process
+through `proofs.cli.main` with generated arguments and generated files (geometry TOML, result JSON
+and a model's config.json: valid, truncated, wrong types, huge numbers, binary): it answers with
+exit status 0, 1 or 2, never an exception; exit 2 is exactly one line on stderr, `gridproof: error: ...`.
 
 The argument shapes keep each call short: `prove` selects one cheap theorem, `mine` records a
 geometry (no search) without loading vLLM, `mutate` only lists its mutants, `source` is given
@@ -11,6 +11,7 @@ derandomised, so CI sees the same cases every run.
 
 from __future__ import annotations
 
+import functools
 import json
 import tomllib
 from functools import cache
@@ -21,6 +22,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from models.geometry import BUILTIN_DIR, builtin_geometry_names
+from models.hf_config import FAMILY_DIR, builtin_model_names
+from proofs import hitlaw
 from proofs.cli import main
 from proofs.mutation.handwritten import known_names
 from proofs.prove import run_catalogue
@@ -274,7 +277,148 @@ def test_mine_never_raises(tmp_path_factory, capsys, data):
     run(tmp_path, capsys, argv)
 
 
-@pytest.mark.parametrize("command", ["simulate", "report", "prove", "mine"])
+# What a model's config.json may add: the MTP counts vLLM reads, at the top or nested.
+MODEL_EXTRAS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "text_config", "prefill_checkpoint_alignment")
+
+
+@st.composite
+def model_file(draw) -> bytes:
+    """A built-in family's config.json: as it is, with fields replaced, added or deleted (the MTP
+    counts and a nested text_config among them), cut short, binary, or other JSON."""
+    text = (FAMILY_DIR / f"{draw(st.sampled_from(builtin_model_names()))}.json").read_text()
+    shape, content = _shaped(draw, text, "other json")
+    if content is not None:
+        return content
+    if shape == "other json":
+        return json.dumps(draw(json_value)).encode()
+    changed = json.loads(text)
+    for _ in range(draw(st.integers(1, 3))):
+        if draw(st.booleans()):
+            extra = draw(st.sampled_from(MODEL_EXTRAS))
+            nested = {draw(st.sampled_from(MODEL_EXTRAS[:2])): draw(json_value)}
+            changed[extra] = nested if extra == "text_config" and draw(st.booleans()) else draw(json_value)
+            continue
+        path = draw(st.sampled_from([p for p in _paths(changed) if len(p) <= 2]))
+        changed = _replaced(changed, path, draw(json_value), delete=draw(st.booleans()) and isinstance(path[-1], str))
+    return json.dumps(changed).encode()
+
+
+SPECULATIVE_METHODS_TRIED = ("eagle", "eagle3", "mtp", "qwen3_next_mtp", "draft_model", "dflash", "dspark", "ngram")
+
+
+@st.composite
+def speculative_config(draw) -> str:
+    """A well-formed --speculative-config, one with odd values, or text that is no JSON object."""
+    shape = draw(st.sampled_from(["good", "good", "odd values", "other json", "text"]))
+    if shape == "text":
+        return draw(odd_text)
+    if shape == "other json":
+        return json.dumps(draw(json_value))
+    config = {"method": draw(st.sampled_from(SPECULATIVE_METHODS_TRIED))}
+    if draw(st.booleans()):
+        config["num_speculative_tokens"] = draw(st.integers(1, 8))
+    for switch in ("parallel_drafting", "disable_eagle_block_drop", "disable_lookahead_block_hashes"):
+        if draw(st.booleans()):
+            config[switch] = draw(st.booleans())
+    if shape == "odd values":
+        config[draw(st.sampled_from([*config, "num_speculative_tokens"]))] = draw(json_value)
+    return json.dumps(config)
+
+
+@st.composite
+def kv_transfer_config(draw) -> str:
+    """The native offload connector with its chunk keys well-formed or odd, other JSON, or text."""
+    shape = draw(st.sampled_from(["good", "odd values", "other json", "text"]))
+    if shape == "text":
+        return draw(odd_text)
+    if shape == "other json":
+        return json.dumps(draw(json_value))
+    extra = {}
+    for key in ("blocks_per_chunk", "block_size"):
+        if draw(st.booleans()):
+            extra[key] = draw(json_value) if shape == "odd values" else draw(st.integers(1, 4096))
+    config = {"kv_connector": draw(st.sampled_from(["OffloadingConnector", "OffloadingConnector", "Other"]))}
+    return json.dumps({**config, "kv_connector_extra_config": extra} if extra or draw(st.booleans()) else config)
+
+
+def _model_argument(draw, tmp_path: Path) -> list[str]:
+    source = draw(st.sampled_from(["file", "file", "builtin", "missing", "absent"]))
+    if source == "absent":
+        return []
+    if source == "file":
+        return ["--model", _written(tmp_path, "config.json", draw(model_file()))]
+    if source == "builtin":
+        return ["--model", draw(st.sampled_from(builtin_model_names()))]
+    return ["--model", draw(st.sampled_from(["nowhere.json", str(tmp_path), "", "kimi"]))]
+
+
+SIZE_FLAGS = (
+    "--tensor-parallel-size",
+    "--decode-context-parallel-size",
+    "--block-size",
+    "--mamba-block-size",
+    "--max-num-batched-tokens",
+    "--max-num-scheduled-tokens",
+    "--long-prefill-token-threshold",
+    "--max-model-len",
+)
+# Mostly sizes a deployment would use (a TP or DCP size must divide the model's heads).
+good_size = st.one_of(
+    st.sampled_from(["1", "1", "2", "4", "16", "768", "4096", "8192"]), st.integers(1, 10**6).map(str)
+)
+
+
+# The hit law's proofs capped low: a deployment's law can take tens of millions of rlimit, and
+# what the fuzzing is after is the reading of flags and files, where a law left unproved is exit 1.
+CHECK_LAW_RLIMIT = 200_000
+
+
+@settings(FUZZ, max_examples=200)
+@given(data=st.data())
+def test_check_never_raises(tmp_path_factory, capsys, data):
+    tmp_path = tmp_path_factory.mktemp("check")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(hitlaw, "prove_hit_law", functools.partial(hitlaw.prove_hit_law, rlimit=CHECK_LAW_RLIMIT))
+        patch.setattr(hitlaw, "SIMPLE_RLIMIT", CHECK_LAW_RLIMIT)
+        _check_once(tmp_path, capsys, data.draw)
+
+
+def _seldom_bad(draw, name: str, good, bad=odd_text) -> list[str]:
+    """As _flag, but a bad value only one time in twenty: `check` reads many flags, and one bad
+    among them ends the call before the model and the deployment are read."""
+    choice = draw(st.integers(0, 19))
+    if choice < 9:
+        return []
+    return [name, draw(good if choice < 19 else bad)]
+
+
+def _check_once(tmp_path: Path, capsys, draw) -> None:
+    argv = ["check", *_model_argument(draw, tmp_path)]
+    for flag in SIZE_FLAGS:
+        argv += _seldom_bad(draw, flag, good_size, odd_numbers)
+    argv += _seldom_bad(draw, "--mamba-cache-mode", st.sampled_from(["align", "none"]), st.just("all"))
+    argv += _seldom_bad(draw, "--mamba-ssm-cache-dtype", st.sampled_from(["auto", "float32"]), st.just("int4"))
+    argv += _seldom_bad(draw, "--speculative-config", speculative_config())
+    argv += _seldom_bad(draw, "--kv-transfer-config", kv_transfer_config())
+    argv += _seldom_bad(draw, "--variant", st.sampled_from(["baseline", "pr457", "pr457-guarded"]), variant_text)
+    argv += draw(st.sampled_from([[], [], ["--no-enable-prefix-caching"], ["--enable-prefix-caching"]]))
+    argv += _seldom_bad(draw, "--verify-law-up-to", st.sampled_from(["1", "50"]), odd_numbers)
+    argv += _seldom_bad(
+        draw, "--emit-geometry", st.sampled_from([str(tmp_path / "g.toml"), str(tmp_path / "no" / "g.toml")])
+    )
+    # A row simulates the typical request, up to seconds at a budget of a few tokens: a few rows.
+    sweep = st.sampled_from(
+        ["max_num_batched_tokens=512..4096:512", "block_size=16..64:16", "tensor_parallel_size=1..4"]
+    )
+    if draw(st.integers(0, 4)) == 0:  # a sweep answers instead of the deployment's analysis
+        argv += _seldom_bad(
+            draw, "--sweep", sweep, st.sampled_from(["block_size=9..1", "x=1..2", "block_size", "=..", "tp=0..1"])
+        )
+    argv += ["--json"] if draw(st.booleans()) else []
+    run(tmp_path, capsys, argv)
+
+
+@pytest.mark.parametrize("command", ["simulate", "report", "prove", "mine", "check"])
 def test_a_binary_file_is_exit_2_naming_it(tmp_path, capsys, command):
     path = tmp_path / "picture.png"
     path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
@@ -283,13 +427,17 @@ def test_a_binary_file_is_exit_2_naming_it(tmp_path, capsys, command):
         "report": ["report", str(path)],
         "prove": ["prove", "--theorem", CHEAP_THEOREM, "--jobs", "1", "--against", str(path)],
         "mine": ["mine", PREFILL_THEOREM, "--geometry", str(path), "--no-vllm", "--out", str(tmp_path / "out")],
+        "check": ["check", "--model", str(path)],
     }[command]
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err == f"gridproof: error: {path}: a binary file, not {_expected(command)}\n"
+    flag = "--model " if command == "check" else ""
+    assert err == f"gridproof: error: {flag}{path}: a binary file, not {_expected(command)}\n"
 
 
 def _expected(command: str) -> str:
+    if command == "check":
+        return "a Hugging Face config.json"
     if command in ("simulate", "mine"):
         return "a geometry TOML file"
     return "a result written by `gridproof prove --json`"

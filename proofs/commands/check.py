@@ -14,6 +14,7 @@ from pathlib import Path
 
 from models.deploy import ServeFlags, geometry_toml, resolve_deployment
 from models.errors import GridproofError
+from models.geometry import MAX_TOKENS
 from models.hf_config import SSM_CACHE_DTYPES, builtin_model_names, load_model
 from models.variants import get_variant
 from proofs.commands.arguments import UsageError, non_negative_integer, positive_integer
@@ -28,6 +29,22 @@ SWEEPABLE = {
     "decode-context-parallel-size": "decode_context_parallel_size",
 }
 MAX_SWEEP_ROWS = 64
+# Each prompt length is simulated in turn: about 13 s per million lengths on one core.
+MAX_VERIFIED_LENGTH = 1_000_000
+
+
+def _bounded(convert, most: int, why: str):
+    def bounded(text: str) -> int:
+        value = convert(text)
+        if value > most:
+            raise argparse.ArgumentTypeError(f"at most {most:,} ({why}), got {value:,}")
+        return value
+
+    return bounded
+
+
+token_count = _bounded(positive_integer, MAX_TOKENS, "vLLM holds token counts in int32")
+token_threshold = _bounded(non_negative_integer, MAX_TOKENS, "vLLM holds token counts in int32")
 
 
 def _json_object(text: str) -> dict:
@@ -57,13 +74,20 @@ def _sweep(text: str) -> tuple[str, list[int]]:
         if ".." in values:
             bounds, _, step = values.partition(":")
             low, high = (int(v) for v in bounds.split(".."))
-            numbers = list(range(low, high + 1, int(step) if step else 1))
+            spread = range(low, high + 1, int(step) if step else 1)
+            if len(spread) > MAX_SWEEP_ROWS:
+                raise argparse.ArgumentTypeError(
+                    f"{len(spread):,} values: at most {MAX_SWEEP_ROWS} (give a step: a..b:STEP)"
+                )
+            numbers = list(spread)
         else:
             numbers = [int(v) for v in values.split(",")]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected integers in {text!r}") from None
     if not numbers or any(v < 0 for v in numbers):
         raise argparse.ArgumentTypeError(f"expected a non-empty range of non-negative integers, got {values!r}")
+    if max(numbers) > MAX_TOKENS:
+        raise argparse.ArgumentTypeError(f"values of at most {MAX_TOKENS:,} (vLLM holds token counts in int32)")
     if len(numbers) > MAX_SWEEP_ROWS:
         raise argparse.ArgumentTypeError(f"{len(numbers)} values: at most {MAX_SWEEP_ROWS} (give a step: a..b:STEP)")
     return SWEEPABLE[flag], numbers
@@ -88,13 +112,13 @@ def add_parser(sub) -> None:
     vllm = parser.add_argument_group("vLLM flags (vllm serve's names and spellings)")
     vllm.add_argument("--tensor-parallel-size", "-tp", type=positive_integer, metavar="N", default=1)
     vllm.add_argument("--decode-context-parallel-size", "-dcp", type=positive_integer, metavar="N", default=1)
-    vllm.add_argument("--block-size", type=positive_integer, metavar="N")
-    vllm.add_argument("--mamba-block-size", type=positive_integer, metavar="N")
+    vllm.add_argument("--block-size", type=token_count, metavar="N")
+    vllm.add_argument("--mamba-block-size", type=token_count, metavar="N")
     vllm.add_argument("--mamba-cache-mode", choices=("align", "none"))
-    vllm.add_argument("--max-num-batched-tokens", type=positive_integer, metavar="N")
-    vllm.add_argument("--max-num-scheduled-tokens", type=positive_integer, metavar="N")
-    vllm.add_argument("--long-prefill-token-threshold", type=non_negative_integer, metavar="N", default=0)
-    vllm.add_argument("--max-model-len", type=positive_integer, metavar="N")
+    vllm.add_argument("--max-num-batched-tokens", type=token_count, metavar="N")
+    vllm.add_argument("--max-num-scheduled-tokens", type=token_count, metavar="N")
+    vllm.add_argument("--long-prefill-token-threshold", type=token_threshold, metavar="N", default=0)
+    vllm.add_argument("--max-model-len", type=token_count, metavar="N")
     vllm.add_argument("--speculative-config", type=_json_object, metavar="JSON")
     vllm.add_argument("--kv-transfer-config", type=_json_object, metavar="JSON")
     vllm.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction, default=True)
@@ -111,7 +135,7 @@ def add_parser(sub) -> None:
     )
     parser.add_argument(
         "--verify-law-up-to",
-        type=positive_integer,
+        type=_bounded(positive_integer, MAX_VERIFIED_LENGTH, "each length is simulated"),
         metavar="N",
         default=0,
         help="also compare the proved hit law with simulate on every prompt length 1..N",
