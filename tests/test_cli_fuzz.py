@@ -120,9 +120,10 @@ def _shaped(draw, text: str, own_shape: str) -> tuple[str, bytes | None]:
     return shape, None
 
 
-@st.composite
-def result_file(draw) -> bytes:
-    text = valid_result_text()
+def _json_file(draw, text: str, depth: int, extras=None) -> bytes:
+    """The valid JSON `text` as it is, cut short, binary, other JSON, or with one to three of its
+    fields at most `depth` deep replaced or deleted; `extras(draw, data)`, where given, adds a
+    field instead half of the time."""
     shape, content = _shaped(draw, text, "other json")
     if content is not None:
         return content
@@ -130,9 +131,17 @@ def result_file(draw) -> bytes:
         return json.dumps(draw(json_value)).encode()
     changed = json.loads(text)
     for _ in range(draw(st.integers(1, 3))):
-        path = draw(st.sampled_from([p for p in _paths(changed) if len(p) <= 3]))  # the fields, not their items
+        if extras is not None and draw(st.booleans()):
+            extras(draw, changed)
+            continue
+        path = draw(st.sampled_from([p for p in _paths(changed) if len(p) <= depth]))  # fields, not their items
         changed = _replaced(changed, path, draw(json_value), delete=draw(st.booleans()) and isinstance(path[-1], str))
     return json.dumps(changed).encode()
+
+
+@st.composite
+def result_file(draw) -> bytes:
+    return _json_file(draw, valid_result_text(), 3)
 
 
 @cache
@@ -283,24 +292,16 @@ MODEL_EXTRAS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "text_confi
 
 @st.composite
 def model_file(draw) -> bytes:
-    """A built-in family's config.json: as it is, with fields replaced, added or deleted (the MTP
-    counts and a nested text_config among them), cut short, binary, or other JSON."""
+    """A built-in family's config.json, as _json_file changes it; the fields added are the MTP
+    counts and a nested text_config."""
     text = (FAMILY_DIR / f"{draw(st.sampled_from(builtin_model_names()))}.json").read_text()
-    shape, content = _shaped(draw, text, "other json")
-    if content is not None:
-        return content
-    if shape == "other json":
-        return json.dumps(draw(json_value)).encode()
-    changed = json.loads(text)
-    for _ in range(draw(st.integers(1, 3))):
-        if draw(st.booleans()):
-            extra = draw(st.sampled_from(MODEL_EXTRAS))
-            nested = {draw(st.sampled_from(MODEL_EXTRAS[:2])): draw(json_value)}
-            changed[extra] = nested if extra == "text_config" and draw(st.booleans()) else draw(json_value)
-            continue
-        path = draw(st.sampled_from([p for p in _paths(changed) if len(p) <= 2]))
-        changed = _replaced(changed, path, draw(json_value), delete=draw(st.booleans()) and isinstance(path[-1], str))
-    return json.dumps(changed).encode()
+    return _json_file(draw, text, 2, _model_extra)
+
+
+def _model_extra(draw, config: dict) -> None:
+    extra = draw(st.sampled_from(MODEL_EXTRAS))
+    nested = {draw(st.sampled_from(MODEL_EXTRAS[:2])): draw(json_value)}
+    config[extra] = nested if extra == "text_config" and draw(st.booleans()) else draw(json_value)
 
 
 SPECULATIVE_METHODS_TRIED = ("eagle", "eagle3", "mtp", "qwen3_next_mtp", "draft_model", "dflash", "dspark", "ngram")
