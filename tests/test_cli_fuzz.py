@@ -404,9 +404,9 @@ def _check_once(tmp_path: Path, capsys, draw) -> None:
     argv += _seldom_bad(draw, "--variant", st.sampled_from(["baseline", "pr457", "pr457-guarded"]), variant_text)
     argv += draw(st.sampled_from([[], [], ["--no-enable-prefix-caching"], ["--enable-prefix-caching"]]))
     argv += _seldom_bad(draw, "--verify-law-up-to", st.sampled_from(["1", "50"]), odd_numbers)
-    argv += _seldom_bad(
-        draw, "--emit-geometry", st.sampled_from([str(tmp_path / "g.toml"), str(tmp_path / "no" / "g.toml")])
-    )
+    # Only paths under tmp_path: a bad value is one that cannot be written, never a file in the checkout.
+    unwritable = st.sampled_from([str(tmp_path), str(tmp_path / "no" / "g.toml")])
+    argv += _seldom_bad(draw, "--emit-geometry", st.just(str(tmp_path / "g.toml")), unwritable)
     # A row simulates the typical request, up to seconds at a budget of a few tokens: a few rows.
     sweep = st.sampled_from(
         ["max_num_batched_tokens=512..4096:512", "block_size=16..64:16", "tensor_parallel_size=1..4"]
