@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields
 from models.config import ConfigInputs, ResolvedConfig, resolve
 from models.errors import GridproofError
 from models.geometry import DRAFT, RECURRENT, TARGET, CacheGroup, Deployment, Geometry, Request
-from models.hf_config import HybridModel, MtpLayers
+from models.hf_config import NO_MTP, HybridModel, MtpLayers
 from models.variants import Variant
 
 # config/speculative.py use_eagle_block_drop: the EAGLE family; MTP methods are
@@ -87,9 +87,9 @@ class ResolvedDeployment:
     notes: tuple[str, ...] = field(default=())
 
 
-def speculation(config: dict | None, mtp: MtpLayers | None = None) -> Speculation | None:
+def speculation(config: dict | None, mtp: MtpLayers = NO_MTP) -> Speculation | None:
     """`mtp`: what an MTP draft reads of the model's config (hf_config.mtp_layers); the MTP draft is the
-    model itself. None reads as a config with no MTP count."""
+    model itself."""
     if config is None:
         return None
     method = config.get("method")
@@ -100,7 +100,6 @@ def speculation(config: dict | None, mtp: MtpLayers | None = None) -> Speculatio
     if method not in SPECULATIVE_METHODS:
         known = ", ".join(SPECULATIVE_METHODS)
         raise DeploymentError(f"--speculative-config: unknown method {method!r} (known: {known})")
-    mtp = mtp or MtpLayers(None, 1)
     n_predict = mtp.n_predict if method == "mtp" else None
     if n_predict == 0:
         # SpeculativeConfig.__post_init__: num_speculative_tokens % n_predict, or a default of 0 refused.

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from models.errors import GridproofError
@@ -53,6 +53,8 @@ class MtpLayers:
     multi_module_read: int
 
 
+# A config with no MTP count: no n_predict, and use_multi_module_mtp's getattr default.
+NO_MTP = MtpLayers(None, 1)
 NEXTN = "num_nextn_predict_layers"
 MTP_HIDDEN = "mtp_num_hidden_layers"
 QWEN3_5_TYPES = ("qwen3_5", "qwen3_5_moe", "qwen3_5_text")
@@ -104,7 +106,7 @@ class HybridModel:
     fields: dict
     prefill_checkpoint_alignment: int | None
     max_position_embeddings: int | None
-    mtp: MtpLayers = field(default_factory=lambda: MtpLayers(None, 1))  # what an MTP draft reads of it
+    mtp: MtpLayers = NO_MTP  # what an MTP draft reads of it
 
     def kv_heads_per_rank(self, tp: int) -> int:
         return 1 if self.use_mla else max(1, self.kv_heads // tp)

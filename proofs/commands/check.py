@@ -43,8 +43,9 @@ def _bounded(convert, most: int, why: str):
     return bounded
 
 
-token_count = _bounded(positive_integer, MAX_TOKENS, "vLLM holds token counts in int32")
-token_threshold = _bounded(non_negative_integer, MAX_TOKENS, "vLLM holds token counts in int32")
+INT32 = "vLLM holds token counts in int32"
+token_count = _bounded(positive_integer, MAX_TOKENS, INT32)
+token_threshold = _bounded(non_negative_integer, MAX_TOKENS, INT32)
 
 
 def _json_object(text: str) -> dict:
@@ -87,7 +88,7 @@ def _sweep(text: str) -> tuple[str, list[int]]:
     if not numbers or any(v < 0 for v in numbers):
         raise argparse.ArgumentTypeError(f"expected a non-empty range of non-negative integers, got {values!r}")
     if max(numbers) > MAX_TOKENS:
-        raise argparse.ArgumentTypeError(f"values of at most {MAX_TOKENS:,} (vLLM holds token counts in int32)")
+        raise argparse.ArgumentTypeError(f"values of at most {MAX_TOKENS:,} ({INT32})")
     if len(numbers) > MAX_SWEEP_ROWS:
         raise argparse.ArgumentTypeError(f"{len(numbers)} values: at most {MAX_SWEEP_ROWS} (give a step: a..b:STEP)")
     return SWEEPABLE[flag], numbers

@@ -135,10 +135,12 @@ class RealMtpLayers:
         self._override = SpeculativeConfig.hf_config_override
         self._registry, self._auto = _CONFIG_REGISTRY, AutoConfig
 
-    def read(self, model_type: str, config: dict) -> tuple[int | None, int]:
-        """(the n_predict the draft's config is given, None where none; the num_nextn_predict_layers
-        use_multi_module_mtp reads on it, with its getattr default of 1)."""
+    def read(self, config: dict) -> tuple[int | None, int]:
+        """For a config.json (its model_type included): (the n_predict the draft's config is given,
+        None where none; the num_nextn_predict_layers use_multi_module_mtp reads on it, with its
+        getattr default of 1)."""
         config = {"architectures": ["Model"], **config}
+        model_type = config.pop("model_type")
         if model_type in self._registry:
             hf_config = self._registry[model_type](**config)
         else:

@@ -115,9 +115,7 @@ def mtp_cases() -> list[tuple]:
 
 
 def _mtp_row(real_mtp, case: tuple) -> list | None:
-    x = dict(zip(FUNCTIONS["mtp"].inputs, case, strict=True))
-    config = {k: v for k, v in mtp_config(x).items() if k != "model_type"}
-    read = _returned(real_mtp.read, x["model_type"], config)
+    read = _returned(real_mtp.read, mtp_config(dict(zip(FUNCTIONS["mtp"].inputs, case, strict=True))))
     if read is None:
         return None
     n_predict, multi_module_read = read
