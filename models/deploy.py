@@ -6,7 +6,9 @@ the scheduler flags as vLLM derives them (vllm-align-mode.md sections 1-3, 6).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, fields
+from typing import NamedTuple
 
 from models.config import ConfigInputs, ResolvedConfig, resolve
 from models.errors import GridproofError
@@ -188,17 +190,47 @@ def scheduler_flags(
     )
 
 
-def offload_blocks_per_chunk(config: dict | None, spans: tuple[int, ...]) -> tuple[bool, int]:
-    """(native offload on, GPU blocks per offloaded chunk) from --kv-transfer-config, as vLLM 0.33.0's
-    build_offloading_config reads kv_connector_extra_config (offloading/config.py:121-158). `spans`:
-    each offloaded cache group's tokens per block, a DCP-sharded group's block times the DCP size."""
+SHARDED_DRAFT, UNSHARDED_DRAFT = "sharded", "unsharded"
+
+
+def cache_groups(block: int, dcp: int, draft: str = "") -> tuple[CacheGroup, ...]:
+    """A hybrid model's cache groups at `block` tokens per block: the target attention (DCP-sharded
+    above DCP 1), the recurrent state, and an is_eagle_group draft group where `draft` is
+    SHARDED_DRAFT (an MTP layer shares the target's spec, and so its group) or UNSHARDED_DRAFT (an
+    EAGLE head runs at DCP1 in a group of its own)."""
+    groups = [CacheGroup(TARGET, block, dcp_sharded=dcp > 1), CacheGroup(RECURRENT, block)]
+    if draft:
+        groups.append(CacheGroup(DRAFT, block, dcp_sharded=draft == SHARDED_DRAFT and dcp > 1, eagle=True))
+    return tuple(groups)
+
+
+def block_spans(groups: tuple[CacheGroup, ...], dcp: int) -> tuple[int, ...]:
+    """Each group's tokens per block: a DCP-sharded group's block times the DCP size."""
+    return tuple(g.block_size * (dcp if g.dcp_sharded else 1) for g in groups)
+
+
+class OffloadChunks(NamedTuple):
+    """--kv-transfer-config as vLLM 0.33.0's build_offloading_config reads it."""
+
+    native: bool  # the native OffloadingConnector
+    blocks_per_chunk: int  # GPU blocks per offloaded chunk, as vLLM resolves it (0 or less accepted too)
+    read_as: str = ""  # a value given other than as an integer, and the integer vLLM's int() reads
+    unusable: str = ""  # why gridproof cannot model a chunk size vLLM accepts: 0 blocks or fewer
+
+
+def offload_blocks_per_chunk(config: dict | None, spans: tuple[int, ...]) -> OffloadChunks:
+    """The native offload and its GPU blocks per chunk from --kv-transfer-config, as vLLM 0.33.0's
+    build_offloading_config reads kv_connector_extra_config (offloading/config.py:121-158): each
+    value through int(), so "4" and 4.5 read as 4. `spans`: each offloaded cache group's tokens per
+    block, a DCP-sharded group's block times the DCP size. A block_size that divides to 0 blocks or
+    fewer is accepted, as vLLM accepts it; resolve_deployment refuses it."""
     if config is None:
-        return False, 1
+        return OffloadChunks(False, 1)
     connector = config.get("kv_connector")
     if not isinstance(connector, str):
         raise DeploymentError('--kv-transfer-config: needs a "kv_connector" string')
     if connector != OFFLOADING_CONNECTOR:
-        return False, 1
+        return OffloadChunks(False, 1)
     extra = config.get("kv_connector_extra_config") or {}
     if not isinstance(extra, dict):
         raise DeploymentError("--kv-transfer-config: kv_connector_extra_config must be a JSON object")
@@ -206,21 +238,47 @@ def offload_blocks_per_chunk(config: dict | None, spans: tuple[int, ...]) -> tup
     chunks, tokens = extra.get("blocks_per_chunk"), extra.get("block_size")
     if chunks is not None and tokens is not None:
         raise DeploymentError("--kv-transfer-config: give block_size or blocks_per_chunk, not both (vLLM refuses both)")
-    for key, value in (("blocks_per_chunk", chunks), ("block_size", tokens)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
-            raise DeploymentError(f"--kv-transfer-config: {key} must be a positive integer, got {value!r}")
+    if chunks is not None:
+        blocks = _vllm_int("blocks_per_chunk", chunks)
+        if blocks <= 0:
+            raise DeploymentError(f"--kv-transfer-config: blocks_per_chunk must be greater than 0, got {chunks!r}")
+        return OffloadChunks(True, blocks, _read_as("blocks_per_chunk", chunks, blocks))
     if tokens is None:
-        return True, 1 if chunks is None else chunks
+        return OffloadChunks(True, 1)
+    size = _vllm_int("block_size", tokens)
     if len(set(spans)) != 1:
         raise DeploymentError(
-            f"--kv-transfer-config: block_size {tokens} needs every cache group to span as many tokens per block, "
+            f"--kv-transfer-config: block_size {tokens!r} needs every cache group to span as many tokens per block, "
             f"and these span {', '.join(map(str, sorted(set(spans))))} (vLLM asserts it; give blocks_per_chunk)"
         )
-    if tokens % spans[0]:
+    if size % spans[0]:
         raise DeploymentError(
-            f"--kv-transfer-config: offload block_size {tokens} is not a multiple of the GPU block {spans[0]}"
+            f"--kv-transfer-config: offload block_size {size} is not a multiple of the GPU block {spans[0]}"
         )
-    return True, tokens // spans[0]
+    blocks = size // spans[0]
+    unusable = ""
+    if blocks <= 0:
+        unusable = (
+            f"--kv-transfer-config: block_size {size} is {blocks} GPU blocks of {spans[0]} tokens per offloaded "
+            "chunk: vLLM 0.33.0 accepts it, and gridproof cannot place a chunk of no blocks"
+        )
+    return OffloadChunks(True, blocks, _read_as("block_size", tokens, size), unusable)
+
+
+def _vllm_int(key: str, value: object) -> int:
+    """int(value), as vLLM 0.33.0 reads the key: one line where int() refuses it."""
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise DeploymentError(
+            f"--kv-transfer-config: {key} {json.dumps(value)} is not an integer (vLLM's int() refuses it)"
+        ) from None
+
+
+def _read_as(key: str, value: object, read: int) -> str:
+    if type(value) is int:
+        return ""
+    return f"kv_connector_extra_config {key} {json.dumps(value)} is read as {read}, as vLLM's int() reads it"
 
 
 def resolve_deployment(model: HybridModel, flags: ServeFlags, variant: Variant) -> ResolvedDeployment:
@@ -265,17 +323,15 @@ def resolve_deployment(model: HybridModel, flags: ServeFlags, variant: Variant) 
     if flags.max_num_batched_tokens is None and scheduler.prompt_budget == batched - scheduler.draft_slots:
         notes.append(f"no --max-num-batched-tokens: vLLM's server default {DEFAULT_BATCHED_TOKENS:,} assumed")
     max_model_len = flags.max_model_len or model.max_position_embeddings
-    sharded = dcp > 1
-    groups = [CacheGroup(TARGET, block, dcp_sharded=sharded), CacheGroup(RECURRENT, block)]
+    draft = ""
     if scheduler.eagle_block_drop:
-        # An EAGLE head runs at DCP1 (unsharded) in a group of its own; an MTP layer shares the
-        # target's spec, and so its group. Either group is annotated is_eagle_group.
-        if spec.separate_draft_group:
-            groups.append(CacheGroup(DRAFT, block, dcp_sharded=False, eagle=True))
-        else:
-            groups.append(CacheGroup(DRAFT, block, dcp_sharded=sharded, eagle=True))
-    spans = tuple(g.block_size * (dcp if g.dcp_sharded else 1) for g in groups)
-    offload, blocks_per_chunk = offload_blocks_per_chunk(flags.kv_transfer_config, spans)
+        draft = UNSHARDED_DRAFT if spec.separate_draft_group else SHARDED_DRAFT
+    groups = cache_groups(block, dcp, draft)
+    offload = offload_blocks_per_chunk(flags.kv_transfer_config, block_spans(groups, dcp))
+    if offload.read_as:
+        notes.append(offload.read_as)
+    if offload.unusable:
+        raise DeploymentError(offload.unusable)
     prompt = TYPICAL_PROMPT_TOKENS if max_model_len is None else min(TYPICAL_PROMPT_TOKENS, max_model_len - 1)
     deployment = Deployment(
         dcp_size=dcp,
@@ -286,7 +342,7 @@ def resolve_deployment(model: HybridModel, flags: ServeFlags, variant: Variant) 
         hash_lookahead_tokens=scheduler.hash_lookahead_tokens,
         mamba_block_size=flags.mamba_block_size,
         prefill_checkpoint_alignment=model.prefill_checkpoint_alignment,
-        offload_blocks_per_chunk=blocks_per_chunk,
+        offload_blocks_per_chunk=offload.blocks_per_chunk,
     )
     geometry = Geometry(
         name=f"{model.name}-tp{tp}" + (f"-dcp{dcp}" if dcp > 1 else ""),
@@ -303,7 +359,7 @@ def resolve_deployment(model: HybridModel, flags: ServeFlags, variant: Variant) 
         resolved=resolved,
         geometry=geometry,
         speculation=spec,
-        offload=offload,
+        offload=offload.native,
         max_model_len=max_model_len,
         notes=tuple(notes),
     )

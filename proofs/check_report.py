@@ -134,6 +134,8 @@ def render_json(r: dict) -> dict:
         "eagle_block_drop": r["plan"].split.eagle_drop,
         "hash_lookahead_tokens": r["plan"].split.lookahead,
         "offload": d.offload,
+        # GPU blocks per offloaded chunk as vLLM resolves them (1 without the native offload).
+        "offload_blocks_per_chunk": d.geometry.deployment.offload_blocks_per_chunk,
         "groups": r["groups"],
         "cadence": r["cadence"],
         "split_grid": r["split_grid"],

@@ -164,7 +164,13 @@ BAD_INPUT = [
         "block_size 1024 needs every cache group to span as many tokens per block",
     ),
     (["--kv-transfer-config", _offload({"block_size": 64, "blocks_per_chunk": 2})], "not both"),
-    (["--kv-transfer-config", _offload({"blocks_per_chunk": 0})], "blocks_per_chunk must be a positive integer"),
+    (["--kv-transfer-config", _offload({"blocks_per_chunk": 0})], "blocks_per_chunk must be greater than 0, got 0"),
+    (["--kv-transfer-config", _offload({"blocks_per_chunk": "4.0"})], 'blocks_per_chunk "4.0" is not an integer'),
+    (["--kv-transfer-config", _offload({"block_size": [64]})], "block_size [64] is not an integer (vLLM's int()"),
+    (
+        ["--kv-transfer-config", _offload({"block_size": 0})],
+        "block_size 0 is 0 GPU blocks of 1920 tokens per offloaded chunk: vLLM 0.33.0 accepts it",
+    ),
     (["--kv-transfer-config", _offload([1])], "kv_connector_extra_config must be a JSON object"),
     # Beyond vLLM's int32 token counts, and work that grows with the value, refused up front.
     (["--max-num-batched-tokens", str(2**31)], "at most 2,147,483,647 (vLLM holds token counts in int32)"),
@@ -270,6 +276,17 @@ def test_the_offload_chunk_is_read_as_vllm_reads_it():
     assert chunk(4, {"blocks_per_chunk": 3}) == 3
     assert chunk(4, {"blocks_per_chunk": 3, "block_size": None}) == 3
     assert chunk(1, {"block_size": 4 * block}) == 4
+    # Through int(), as vLLM reads them: a numeric string, a float cut toward 0, true as 1.
+    assert chunk(4, {"blocks_per_chunk": " 5 "}) == 5
+    assert chunk(4, {"blocks_per_chunk": 2.9}) == 2
+    assert chunk(4, {"blocks_per_chunk": True}) == 1
+    assert chunk(1, {"block_size": str(2 * block)}) == 2
+
+
+def test_an_offload_chunk_given_other_than_as_an_integer_is_noted(capsys):
+    status, result = check_json(capsys, "--kv-transfer-config", _offload({"blocks_per_chunk": "3"}))
+    assert status == 0 and result["offload"] and result["offload_blocks_per_chunk"] == 3
+    assert 'kv_connector_extra_config blocks_per_chunk "3" is read as 3, as vLLM\'s int() reads it' in result["notes"]
 
 
 def test_a_config_json_path_and_malformed_files(tmp_path, capsys):

@@ -8,8 +8,8 @@ recorded cases pin the baseline to what vLLM 0.33.0 returned: its split,
 checkpoint position and validity, and block-size resolution, on inputs
 drawn at and around the places each decides on; and `gridproof check`'s
 reading of the speculative, connector, caching and budget flags
-(models.deploy) and of a model's MTP layer count to what vLLM's own config
-reads of them.
+(models.deploy), of a model's MTP layer count and of an offloading
+connector's chunk size to what vLLM's own config reads of them.
 tests/conformance/recorded.py records them with the real vLLM;
 tests/conformance/test_recorded.py checks that this file is what it records.
 """
@@ -24,7 +24,15 @@ from functools import cache
 from pathlib import Path
 
 from models.config import ConfigInputs, resolve
-from models.deploy import DeploymentError, scheduler_flags, speculation
+from models.deploy import (
+    OFFLOADING_CONNECTOR,
+    DeploymentError,
+    block_spans,
+    cache_groups,
+    offload_blocks_per_chunk,
+    scheduler_flags,
+    speculation,
+)
 from models.errors import GridproofError
 from models.hf_config import MTP_HIDDEN, NEXTN, MtpLayers, mtp_layers
 from models.scheduler import SplitCall, SplitParams, checkpoint_position, checkpoint_valid, split
@@ -103,6 +111,27 @@ def _mtp(_variant, x: dict) -> tuple:
     return ABSENT if read.n_predict is None else read.n_predict, read.multi_module_read
 
 
+# Each as the JSON text of its value in kv_connector_extra_config ("null": unset), so that a
+# case's values stay integers and names, and a string "4" reads apart from the number 4.
+OFFLOAD_KEYS = (("blocks_per_chunk_json", "blocks_per_chunk"), ("block_size_json", "block_size"))
+
+
+def offload_extra_config(x: dict) -> dict:
+    """The kv_connector_extra_config a recorded offload case stands for."""
+    return {key: json.loads(x[column]) for column, key in OFFLOAD_KEYS}
+
+
+def _offload(_variant, x: dict) -> tuple:
+    """`gridproof check`'s reading of an OffloadingConnector's chunk size (models.deploy), over a hybrid
+    model's cache groups (models.deploy.cache_groups)."""
+    config = {"kv_connector": OFFLOADING_CONNECTOR, "kv_connector_extra_config": offload_extra_config(x)}
+    spans = block_spans(cache_groups(x["block"], x["dcp"], x["draft"]), x["dcp"])
+    try:
+        return False, offload_blocks_per_chunk(config, spans).blocks_per_chunk
+    except DeploymentError:
+        return True, 0
+
+
 FUNCTIONS = {
     # The flags `gridproof check` reads: "" for no --speculative-config, a
     # max_num_scheduled_tokens of 0 for the flag unset, refused where vLLM raises.
@@ -127,6 +156,14 @@ FUNCTIONS = {
         ("model_type", *(c for c, _ in MTP_KEYS), *(f"text_{c}" for c, _ in MTP_KEYS)),
         ("n_predict", "multi_module_read"),
         _mtp,
+    ),
+    # An OffloadingConnector's blocks per chunk from its extra config over the groups
+    # at `block` tokens per block and DCP `dcp`, with a "sharded" or "unsharded" draft group or none
+    # (""); refused where vLLM raises. vLLM's answer may be 0 or less, which check then refuses.
+    "offload": RecordedFunction(
+        (*(column for column, _ in OFFLOAD_KEYS), "block", "dcp", "draft"),
+        ("refused", "blocks_per_chunk"),
+        _offload,
     ),
     # A mamba_block_size given on entry is the user's --mamba-block-size (explicit_mamba_block_size).
     "config": RecordedFunction(
@@ -241,8 +278,9 @@ THEOREMS = (
         "resolution (`Platform._align_hybrid_block_size`), the model answers as vLLM did; and on every recorded "
         "reading of the speculative, KV-connector, prefix-caching and budget flags (`SpeculativeConfig`, "
         "`VllmConfig`: the EAGLE block drop, the hash lookahead, the draft slots, the token budget, and the "
-        "budgets vLLM refuses), and of a model's MTP layer count (`SpeculativeConfig.hf_config_override`), "
-        "`gridproof check` (models.deploy, models.hf_config) reads them as vLLM does. "
+        "budgets vLLM refuses), of a model's MTP layer count (`SpeculativeConfig.hf_config_override`) and of "
+        "an OffloadingConnector's chunk size (`build_offloading_config`), `gridproof check` (models.deploy, "
+        "models.hf_config) reads them as vLLM does. "
         f"{PR457.name} and {PR457_GUARDED.name} too, except that they keep an explicit --mamba-block-size "
         "in align mode, where 0.33.0 overwrites it (config-explicit-cadence-kept).",
         (),

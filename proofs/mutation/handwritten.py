@@ -252,9 +252,9 @@ MUTANTS = {
             "`check` resolves an EAGLE head's cache group DCP-sharded like the target groups, where vLLM runs the "
             "drafter at DCP 1",
             "deploy",
-            "resolve_deployment",
-            "groups.append(CacheGroup(DRAFT, block, dcp_sharded=False, eagle=True))",
-            "groups.append(CacheGroup(DRAFT, block, dcp_sharded=sharded, eagle=True))",
+            "cache_groups",
+            "dcp_sharded=draft == SHARDED_DRAFT and dcp > 1",
+            "dcp_sharded=dcp > 1",
         ),
         _mutant(
             "eagle-draft-slots",
@@ -284,6 +284,16 @@ MUTANTS = {
             "scheduler_flags",
             "spec.eagle_block_drop and spec.lookahead_hashes and enable_prefix_caching",
             "spec.eagle_block_drop and enable_prefix_caching",
+            base=BASELINE,
+        ),
+        _mutant(
+            "offload-chunk-not-through-int",
+            "`check` takes an OffloadingConnector's blocks_per_chunk or block_size as the JSON gives it, where "
+            'vLLM 0.33.0 reads it through int(): "4" and 4.5 are 4 blocks there',
+            "deploy",
+            "_vllm_int",
+            "return int(value)",
+            "return value",
             base=BASELINE,
         ),
         _mutant(

@@ -38,6 +38,13 @@ def real_mtp():
     return quietly(RealMtpLayers)
 
 
+@pytest.fixture(scope="session")
+def real_offload():
+    from proofs.real_vllm.offload import RealOffload
+
+    return quietly(RealOffload)
+
+
 def pytest_terminal_summary(terminalreporter):
     for line in tally.summary_lines():
         terminalreporter.write_line(line)

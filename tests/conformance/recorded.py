@@ -3,7 +3,9 @@ catalogue theorem `matches-recorded-vllm` (proofs/catalog/recorded.py).
 
 The flag readings (`speculation`) are every combination of a grid
 (speculation_cases), read by vLLM's own config methods on stubs
-(proofs/real_vllm/speculation.py).
+(proofs/real_vllm/speculation.py); an offloading connector's chunk size
+(`offload`) is read by vLLM's build_offloading_config on a grid of values
+and geometries (offload_cases, proofs/real_vllm/offload.py).
 
 The conformance tests compare the model with the real vLLM on fresh inputs
 every run, but only where vLLM is installed; the recorded cases let
@@ -28,9 +30,18 @@ from pathlib import Path
 
 from conformance import boundaries, config_inputs, decision_inputs, split_inputs
 from models.config import ConfigInputs
-from models.deploy import SPECULATIVE_METHODS
+from models.deploy import SHARDED_DRAFT, SPECULATIVE_METHODS, UNSHARDED_DRAFT
 from models.scheduler import SplitCall, SplitParams
-from proofs.catalog.recorded import ABSENT, FUNCTIONS, RECORDED, SPLIT_CALL, SPLIT_PARAMS, VERSION, mtp_config
+from proofs.catalog.recorded import (
+    ABSENT,
+    FUNCTIONS,
+    RECORDED,
+    SPLIT_CALL,
+    SPLIT_PARAMS,
+    VERSION,
+    mtp_config,
+    offload_extra_config,
+)
 
 SEED = 20261201
 SPLIT_BOUNDARY_CASES = 1500
@@ -122,6 +133,38 @@ def _mtp_row(real_mtp, case: tuple) -> list | None:
     return [*case, ABSENT if n_predict is None else n_predict, multi_module_read]
 
 
+# (tokens per block, DCP size, draft group): one span per block, and the draft group
+# sharded (an MTP layer's), unsharded (an EAGLE head's) or absent.
+OFFLOAD_GROUPS = (
+    (768, 1, ""),
+    (768, 1, UNSHARDED_DRAFT),
+    (768, 4, ""),
+    (768, 4, SHARDED_DRAFT),
+    (768, 4, UNSHARDED_DRAFT),
+    (16, 2, UNSHARDED_DRAFT),
+)
+# A chunk size as JSON may give it: an integer, 0 or negative, a numeric string,
+# a float, a bool, or what int() refuses.
+OFFLOAD_CHUNKS = (None, 1, 3, 0, -2, "4", " 4 ", "4.0", "four", 4.7, 0.5, True, False, [2], {"blocks": 2})
+
+
+def offload_cases() -> list[tuple]:
+    """Each geometry of OFFLOAD_GROUPS with blocks_per_chunk alone, then block_size alone (whole,
+    partial and negative blocks, and the same kinds of value), then both."""
+    cases = []
+    for block, dcp, draft in OFFLOAD_GROUPS:
+        sizes = (block, 2 * block, 3 * block + 1, 4 * block, 0, -block, str(2 * block), float(2 * block))
+        sizes += (2 * block + 0.5, True, "abc", [block])
+        pairs = [(c, None) for c in OFFLOAD_CHUNKS] + [(None, s) for s in sizes] + [(2, block), ("2", 2 * block)]
+        cases += [(json.dumps(chunks), json.dumps(size), block, dcp, draft) for chunks, size in pairs]
+    return cases
+
+
+def _offload_row(real_offload, case: tuple) -> list:
+    x = dict(zip(FUNCTIONS["offload"].inputs, case, strict=True))
+    return [*case, *real_offload.read(offload_extra_config(x), x["block"], x["dcp"], x["draft"])]
+
+
 def _returned(function, *arguments):
     """What the real function returns, or None where it raises: such inputs are not recorded."""
     try:
@@ -130,7 +173,7 @@ def _returned(function, *arguments):
         return None
 
 
-def record(real_split, real_config, real_speculation, real_mtp) -> dict:
+def record(real_split, real_config, real_speculation, real_mtp, real_offload) -> dict:
     rng = random.Random(SEED)
     split_cases = _sample(rng, list(boundaries.split_cases()), SPLIT_BOUNDARY_CASES)
     for _ in range(SPLIT_RANDOM_CASES):
@@ -164,6 +207,7 @@ def record(real_split, real_config, real_speculation, real_mtp) -> dict:
         "config": rows(((s,) for s in scenarios), real_config.resolve, config_row),
         "speculation": [[*case, *real_speculation.read(*case)] for case in speculation_cases()],
         "mtp": [row for row in (_mtp_row(real_mtp, case) for case in mtp_cases()) if row is not None],
+        "offload": [_offload_row(real_offload, case) for case in offload_cases()],
     }
     result = {"vllm": VERSION, "recorded_by": f"tests/conformance/recorded.py, seed {SEED}"}
     for name, function in FUNCTIONS.items():
@@ -196,11 +240,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from proofs.real_vllm import quietly
     from proofs.real_vllm.config import RealConfig
+    from proofs.real_vllm.offload import RealOffload
     from proofs.real_vllm.speculation import RealMtpLayers, RealSpeculation
     from proofs.real_vllm.split import RealSplit
 
     print(f"loading vLLM {VERSION} ...", file=sys.stderr, flush=True)
-    recorded = record(quietly(RealSplit), quietly(RealConfig), quietly(RealSpeculation), quietly(RealMtpLayers))
+    recorded = record(
+        quietly(RealSplit), quietly(RealConfig), quietly(RealSpeculation), quietly(RealMtpLayers), quietly(RealOffload)
+    )
     counts = ", ".join(f"{k} {len(v['cases'])}" for k, v in recorded.items() if isinstance(v, dict))
     if args.write:
         Path(RECORDED).write_text(dumps(recorded), encoding="utf-8")

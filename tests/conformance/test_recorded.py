@@ -7,8 +7,8 @@ from conformance.recorded import record
 from proofs.catalog.recorded import FUNCTIONS, RECORDED
 
 
-def test_recorded_answers_are_vllms(real_split, real_config, real_speculation, real_mtp):
-    fresh = record(real_split, real_config, real_speculation, real_mtp)
+def test_recorded_answers_are_vllms(real_split, real_config, real_speculation, real_mtp, real_offload):
+    fresh = record(real_split, real_config, real_speculation, real_mtp, real_offload)
     committed = json.loads(RECORDED.read_text(encoding="utf-8"))
     for name in FUNCTIONS:
         ours, theirs = committed[name], fresh[name]
