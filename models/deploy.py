@@ -7,6 +7,7 @@ the scheduler flags as vLLM derives them (vllm-align-mode.md sections 1-3, 6).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field, fields
 from typing import NamedTuple
 
@@ -30,6 +31,39 @@ TYPICAL_PROMPT_TOKENS = 100_000
 
 class DeploymentError(GridproofError):
     """Flags that vLLM would refuse, or that gridproof cannot model."""
+
+
+# vLLM 0.33.0 parses --max-num-batched-tokens, --max-num-scheduled-tokens and
+# --max-model-len as human-readable integers (utils/argparse_utils.py:30-94,
+# engine/arg_utils.py:395-409): a lower-case suffix decimal, an upper-case one binary.
+TOKEN_SUFFIXES = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+_SUFFIXED = re.compile(r"(\d+(?:\.\d+)?)([kmgtKMGT])")
+
+
+def token_flag(text: str, auto: bool = False) -> int | None:
+    """A token-count flag as vLLM 0.33.0's parser reads it: "8k" is 8,000 and "8K" 8,192; a
+    decimal with a decimal suffix is multiplied as a float and cut toward 0 ("25.6k" is 25,600),
+    with a binary suffix it is refused; anything else is int()'s. `auto` (--max-model-len):
+    "-1" or "auto" is None, the model's own length. Raises ValueError, saying why, where
+    vLLM's parser raises."""
+    text = text.strip()
+    if auto and (text == "-1" or text.lower() == "auto"):
+        return None
+    suffixed = _SUFFIXED.fullmatch(text)
+    if suffixed is None:
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError("not an integer, nor one with a k, m, g or t suffix") from None
+    number, suffix = suffixed.groups()
+    if suffix.islower():
+        try:
+            return int(float(number) * TOKEN_SUFFIXES[suffix])
+        except OverflowError:
+            raise ValueError("too large for vLLM's parser") from None
+    if "." in number:
+        raise ValueError(f"vLLM refuses a decimal with the binary suffix {suffix}; {number}{suffix.lower()}?")
+    return int(number) * TOKEN_SUFFIXES[suffix]
 
 
 @dataclass(frozen=True)

@@ -174,6 +174,9 @@ BAD_INPUT = [
     (["--kv-transfer-config", _offload([1])], "kv_connector_extra_config must be a JSON object"),
     # Beyond vLLM's int32 token counts, and work that grows with the value, refused up front.
     (["--max-num-batched-tokens", str(2**31)], "at most 2,147,483,647 (vLLM holds token counts in int32)"),
+    (["--max-model-len", "3t"], "at most 2,147,483,647 (vLLM holds token counts in int32), got 3,000,000,000,000"),
+    (["--max-num-scheduled-tokens", "0k"], "must be a positive token count, got '0k' (0)"),
+    (["--max-num-batched-tokens", "8kb"], "expected a token count such as 8192, 8k or 8K, got '8kb'"),
     (["--long-prefill-token-threshold", "9" * 30], "at most 2,147,483,647"),
     (["--verify-law-up-to", "1000001"], "at most 1,000,000 (each length is simulated)"),
     (["--sweep", "block_size=1..99999999999999"], "99,999,999,999,999 values: at most 64"),
@@ -281,6 +284,23 @@ def test_the_offload_chunk_is_read_as_vllm_reads_it():
     assert chunk(4, {"blocks_per_chunk": 2.9}) == 2
     assert chunk(4, {"blocks_per_chunk": True}) == 1
     assert chunk(1, {"block_size": str(2 * block)}) == 2
+
+
+def test_token_counts_are_read_as_vllms_parser_reads_them(capsys):
+    """8k decimal, 8K binary, as `vllm serve` reads --max-num-batched-tokens and its kin; --max-model-len
+    auto (or -1) is the model's own length."""
+    status, result = check_json(
+        capsys, "--max-num-batched-tokens", "8K", "--max-num-scheduled-tokens", "4k", "--max-model-len", "128k"
+    )
+    assert status == 0
+    assert (result["flags"]["max_num_batched_tokens"], result["flags"]["max_num_scheduled_tokens"]) == (8192, 4000)
+    assert result["flags"]["max_model_len"] == 128_000 and result["max_num_scheduled_tokens"] == 4000
+    _, unset = check_json(capsys)
+    for auto in ("auto", "-1"):
+        _, result = check_json(capsys, "--max-model-len", auto)
+        assert result["flags"]["max_model_len"] is None and result["typical_request"] == unset["typical_request"]
+    assert main(["check", "--max-num-batched-tokens", "1.5K"]) == 2
+    assert "vLLM refuses a decimal with the binary suffix K; 1.5k?" in capsys.readouterr().err
 
 
 def test_an_offload_chunk_given_other_than_as_an_integer_is_noted(capsys):

@@ -8,8 +8,9 @@ recorded cases pin the baseline to what vLLM 0.33.0 returned: its split,
 checkpoint position and validity, and block-size resolution, on inputs
 drawn at and around the places each decides on; and `gridproof check`'s
 reading of the speculative, connector, caching and budget flags
-(models.deploy), of a model's MTP layer count and of an offloading
-connector's chunk size to what vLLM's own config reads of them.
+(models.deploy), of a model's MTP layer count, of an offloading
+connector's chunk size and of the token-count flags' text to what vLLM's
+own config and parsers read of them.
 tests/conformance/recorded.py records them with the real vLLM;
 tests/conformance/test_recorded.py checks that this file is what it records.
 """
@@ -32,6 +33,7 @@ from models.deploy import (
     offload_blocks_per_chunk,
     scheduler_flags,
     speculation,
+    token_flag,
 )
 from models.errors import GridproofError
 from models.hf_config import MTP_HIDDEN, NEXTN, MtpLayers, mtp_layers
@@ -132,6 +134,15 @@ def _offload(_variant, x: dict) -> tuple:
         return True, 0
 
 
+def _token_flag(_variant, x: dict) -> tuple:
+    """`gridproof check`'s reading of a token-count flag's text (models.deploy.token_flag): -1 for auto."""
+    try:
+        value = token_flag(x["text"], auto=x["flag"] == "max_model_len")
+    except ValueError:
+        return True, 0
+    return False, -1 if value is None else value
+
+
 FUNCTIONS = {
     # The flags `gridproof check` reads: "" for no --speculative-config, a
     # max_num_scheduled_tokens of 0 for the flag unset, refused where vLLM raises.
@@ -165,6 +176,9 @@ FUNCTIONS = {
         ("refused", "blocks_per_chunk"),
         _offload,
     ),
+    # A token-count flag's text as vLLM's parser reads it: --max-model-len (auto: -1) or
+    # --max-num-batched-tokens (--max-num-scheduled-tokens has its parser); refused where it raises.
+    "token_flag": RecordedFunction(("flag", "text"), ("refused", "value"), _token_flag),
     # A mamba_block_size given on entry is the user's --mamba-block-size (explicit_mamba_block_size).
     "config": RecordedFunction(
         tuple(f.name for f in fields(ConfigInputs)),
@@ -278,8 +292,9 @@ THEOREMS = (
         "resolution (`Platform._align_hybrid_block_size`), the model answers as vLLM did; and on every recorded "
         "reading of the speculative, KV-connector, prefix-caching and budget flags (`SpeculativeConfig`, "
         "`VllmConfig`: the EAGLE block drop, the hash lookahead, the draft slots, the token budget, and the "
-        "budgets vLLM refuses), of a model's MTP layer count (`SpeculativeConfig.hf_config_override`) and of "
-        "an OffloadingConnector's chunk size (`build_offloading_config`), `gridproof check` (models.deploy, "
+        "budgets vLLM refuses), of a model's MTP layer count (`SpeculativeConfig.hf_config_override`), of "
+        "an OffloadingConnector's chunk size (`build_offloading_config`) and of the token-count flags' text "
+        "(`human_readable_int`, `human_readable_int_or_auto`), `gridproof check` (models.deploy, "
         "models.hf_config) reads them as vLLM does. "
         f"{PR457.name} and {PR457_GUARDED.name} too, except that they keep an explicit --mamba-block-size "
         "in align mode, where 0.33.0 overwrites it (config-explicit-cadence-kept).",

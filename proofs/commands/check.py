@@ -12,7 +12,7 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
-from models.deploy import ServeFlags, geometry_toml, resolve_deployment
+from models.deploy import ServeFlags, geometry_toml, resolve_deployment, token_flag
 from models.errors import GridproofError
 from models.geometry import MAX_TOKENS
 from models.hf_config import SSM_CACHE_DTYPES, builtin_model_names, load_model
@@ -46,6 +46,33 @@ def _bounded(convert, most: int, why: str):
 INT32 = "vLLM holds token counts in int32"
 token_count = _bounded(positive_integer, MAX_TOKENS, INT32)
 token_threshold = _bounded(non_negative_integer, MAX_TOKENS, INT32)
+
+
+def _readable_tokens(text: str, auto: bool = False) -> int | None:
+    """A token count as vLLM's parser reads the flag (models.deploy.token_flag): 8192, 8k or 8K."""
+    try:
+        value = token_flag(text, auto)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(
+            f"expected a token count such as 8192, 8k or 8K, got {text!r}: {error}"
+        ) from None
+    if value is None:
+        return None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive token count, got {text!r} ({value:,})")
+    if value > MAX_TOKENS:
+        raise argparse.ArgumentTypeError(f"at most {MAX_TOKENS:,} ({INT32}), got {value:,}")
+    return value
+
+
+def readable_token_count(text: str) -> int:
+    """--max-num-batched-tokens and --max-num-scheduled-tokens: vLLM's human_readable_int."""
+    return _readable_tokens(text)
+
+
+def readable_model_len(text: str) -> int | None:
+    """--max-model-len: vLLM's human_readable_int_or_auto, where -1 or auto is the model's own length (None)."""
+    return _readable_tokens(text, auto=True)
 
 
 def _json_object(text: str) -> dict:
@@ -116,10 +143,10 @@ def add_parser(sub) -> None:
     vllm.add_argument("--block-size", type=token_count, metavar="N")
     vllm.add_argument("--mamba-block-size", type=token_count, metavar="N")
     vllm.add_argument("--mamba-cache-mode", choices=("align", "none"))
-    vllm.add_argument("--max-num-batched-tokens", type=token_count, metavar="N")
-    vllm.add_argument("--max-num-scheduled-tokens", type=token_count, metavar="N")
+    vllm.add_argument("--max-num-batched-tokens", type=readable_token_count, metavar="N")
+    vllm.add_argument("--max-num-scheduled-tokens", type=readable_token_count, metavar="N")
     vllm.add_argument("--long-prefill-token-threshold", type=token_threshold, metavar="N", default=0)
-    vllm.add_argument("--max-model-len", type=token_count, metavar="N")
+    vllm.add_argument("--max-model-len", type=readable_model_len, metavar="N")
     vllm.add_argument("--speculative-config", type=_json_object, metavar="JSON")
     vllm.add_argument("--kv-transfer-config", type=_json_object, metavar="JSON")
     vllm.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction, default=True)

@@ -297,6 +297,16 @@ MUTANTS = {
             base=BASELINE,
         ),
         _mutant(
+            "token-suffix-case-ignored",
+            "`check` reads a token-count flag's suffix in either case as decimal, where vLLM 0.33.0's parser "
+            "reads an upper-case one as binary: --max-num-batched-tokens 8K is 8,192 tokens there, not 8,000",
+            "deploy",
+            "token_flag",
+            "if suffix.islower():",
+            "if suffix.isalpha():",
+            base=BASELINE,
+        ),
+        _mutant(
             "kimi-mtp-count-at-top",
             "`check` reads Kimi-K3's MTP layer count at the top of config.json, where vLLM 0.33.0's "
             "hf_config_override reads its text_config",

@@ -45,6 +45,13 @@ def real_offload():
     return quietly(RealOffload)
 
 
+@pytest.fixture(scope="session")
+def real_token_flag():
+    from proofs.real_vllm.flags import RealTokenFlag
+
+    return quietly(RealTokenFlag)
+
+
 def pytest_terminal_summary(terminalreporter):
     for line in tally.summary_lines():
         terminalreporter.write_line(line)

@@ -165,6 +165,48 @@ def _offload_row(real_offload, case: tuple) -> list:
     return [*case, *real_offload.read(offload_extra_config(x), x["block"], x["dcp"], x["draft"])]
 
 
+# Texts a --max-model-len or --max-num-batched-tokens may be given as: plain and
+# signed integers, each suffix in both cases, decimals (one that float arithmetic
+# cuts below its value), spaces, underscores, auto, and what the parsers refuse.
+TOKEN_FLAG_TEXTS = (
+    "8192",
+    " 8192 ",
+    "+8192",
+    "1_000",
+    "0",
+    "-1",
+    "-2",
+    "auto",
+    "AUTO",
+    "8k",
+    "8K",
+    "2m",
+    "2M",
+    "1g",
+    "1G",
+    "1t",
+    "1T",
+    "25.6k",
+    "1.001k",
+    "0.5m",
+    "1.5K",
+    "8 k",
+    "8kb",
+    "k",
+    "1e3",
+    "0x10",
+    "",
+    "8.0",
+    "12.5",
+    "٣k",
+    "1" * 320 + "k",
+)
+
+
+def token_flag_cases() -> list[tuple]:
+    return [(flag, text) for flag in ("max_model_len", "max_num_batched_tokens") for text in TOKEN_FLAG_TEXTS]
+
+
 def _returned(function, *arguments):
     """What the real function returns, or None where it raises: such inputs are not recorded."""
     try:
@@ -173,7 +215,7 @@ def _returned(function, *arguments):
         return None
 
 
-def record(real_split, real_config, real_speculation, real_mtp, real_offload) -> dict:
+def record(real_split, real_config, real_speculation, real_mtp, real_offload, real_token_flag) -> dict:
     rng = random.Random(SEED)
     split_cases = _sample(rng, list(boundaries.split_cases()), SPLIT_BOUNDARY_CASES)
     for _ in range(SPLIT_RANDOM_CASES):
@@ -208,6 +250,9 @@ def record(real_split, real_config, real_speculation, real_mtp, real_offload) ->
         "speculation": [[*case, *real_speculation.read(*case)] for case in speculation_cases()],
         "mtp": [row for row in (_mtp_row(real_mtp, case) for case in mtp_cases()) if row is not None],
         "offload": [_offload_row(real_offload, case) for case in offload_cases()],
+        "token_flag": [
+            [flag, text, *real_token_flag.read(text, flag == "max_model_len")] for flag, text in token_flag_cases()
+        ],
     }
     result = {"vllm": VERSION, "recorded_by": f"tests/conformance/recorded.py, seed {SEED}"}
     for name, function in FUNCTIONS.items():
@@ -240,13 +285,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from proofs.real_vllm import quietly
     from proofs.real_vllm.config import RealConfig
+    from proofs.real_vllm.flags import RealTokenFlag
     from proofs.real_vllm.offload import RealOffload
     from proofs.real_vllm.speculation import RealMtpLayers, RealSpeculation
     from proofs.real_vllm.split import RealSplit
 
     print(f"loading vLLM {VERSION} ...", file=sys.stderr, flush=True)
     recorded = record(
-        quietly(RealSplit), quietly(RealConfig), quietly(RealSpeculation), quietly(RealMtpLayers), quietly(RealOffload)
+        quietly(RealSplit),
+        quietly(RealConfig),
+        quietly(RealSpeculation),
+        quietly(RealMtpLayers),
+        quietly(RealOffload),
+        quietly(RealTokenFlag),
     )
     counts = ", ".join(f"{k} {len(v['cases'])}" for k, v in recorded.items() if isinstance(v, dict))
     if args.write:

@@ -7,8 +7,8 @@ from conformance.recorded import record
 from proofs.catalog.recorded import FUNCTIONS, RECORDED
 
 
-def test_recorded_answers_are_vllms(real_split, real_config, real_speculation, real_mtp, real_offload):
-    fresh = record(real_split, real_config, real_speculation, real_mtp, real_offload)
+def test_recorded_answers_are_vllms(real_split, real_config, real_speculation, real_mtp, real_offload, real_token_flag):
+    fresh = record(real_split, real_config, real_speculation, real_mtp, real_offload, real_token_flag)
     committed = json.loads(RECORDED.read_text(encoding="utf-8"))
     for name in FUNCTIONS:
         ours, theirs = committed[name], fresh[name]

@@ -1,0 +1,27 @@
+"""vLLM 0.33.0's own parsers of the token-count flags: `human_readable_int`
+(--max-num-batched-tokens, --max-num-scheduled-tokens) and
+`human_readable_int_or_auto` (--max-model-len), as engine/arg_utils.py:395-409
+assigns them. Run for real; building vLLM's whole argument parser needs a
+device, which this machine does not have, so which flag takes which parser is
+read from that source, not run."""
+
+from __future__ import annotations
+
+import argparse
+
+
+class RealTokenFlag:
+    """Loads vLLM on construction: a missing or renamed parser fails loudly here."""
+
+    def __init__(self) -> None:
+        from vllm.utils.argparse_utils import human_readable_int, human_readable_int_or_auto
+
+        self._parsers = {False: human_readable_int, True: human_readable_int_or_auto}
+
+    def read(self, text: str, auto: bool) -> tuple[bool, int]:
+        """(refused, the value vLLM's parser returns: -1 for auto); `auto`: --max-model-len's
+        parser. Refused: the parser raised (argparse's error, or int()'s or float's), and the value is 0."""
+        try:
+            return False, self._parsers[auto](text)
+        except (argparse.ArgumentTypeError, ValueError, OverflowError):
+            return True, 0
