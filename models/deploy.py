@@ -275,15 +275,18 @@ def offload_blocks_per_chunk(config: dict | None, spans: tuple[int, ...]) -> Off
     if chunks is not None:
         blocks = _vllm_int("blocks_per_chunk", chunks)
         if blocks <= 0:
-            raise DeploymentError(f"--kv-transfer-config: blocks_per_chunk must be greater than 0, got {chunks!r}")
+            raise DeploymentError(
+                f"--kv-transfer-config: blocks_per_chunk must be greater than 0, got {json.dumps(chunks)}"
+            )
         return OffloadChunks(True, blocks, _read_as("blocks_per_chunk", chunks, blocks))
     if tokens is None:
         return OffloadChunks(True, 1)
     size = _vllm_int("block_size", tokens)
     if len(set(spans)) != 1:
         raise DeploymentError(
-            f"--kv-transfer-config: block_size {tokens!r} needs every cache group to span as many tokens per block, "
-            f"and these span {', '.join(map(str, sorted(set(spans))))} (vLLM asserts it; give blocks_per_chunk)"
+            f"--kv-transfer-config: block_size {json.dumps(tokens)} needs every cache group to span as many tokens "
+            f"per block, and these span {', '.join(map(str, sorted(set(spans))))} "
+            "(vLLM asserts it; give blocks_per_chunk)"
         )
     if size % spans[0]:
         raise DeploymentError(
