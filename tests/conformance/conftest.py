@@ -4,52 +4,30 @@ A missing vLLM makes each conformance test error (never skip): run
 tests/install-conformance.sh first.
 """
 
+import importlib
+
 import pytest
 
 from conformance import tally
 from proofs.real_vllm import quietly
 
 
-@pytest.fixture(scope="session")
-def real_split():
-    from proofs.real_vllm.split import RealSplit
+def _real(module: str, name: str):
+    """A session fixture: proofs.real_vllm.`module`.`name`, constructed once (loading vLLM)."""
 
-    return quietly(RealSplit)
+    @pytest.fixture(scope="session")
+    def fixture():
+        return quietly(getattr(importlib.import_module(f"proofs.real_vllm.{module}"), name))
 
-
-@pytest.fixture(scope="session")
-def real_config():
-    from proofs.real_vllm.config import RealConfig
-
-    return quietly(RealConfig)
+    return fixture
 
 
-@pytest.fixture(scope="session")
-def real_speculation():
-    from proofs.real_vllm.speculation import RealSpeculation
-
-    return quietly(RealSpeculation)
-
-
-@pytest.fixture(scope="session")
-def real_mtp():
-    from proofs.real_vllm.speculation import RealMtpLayers
-
-    return quietly(RealMtpLayers)
-
-
-@pytest.fixture(scope="session")
-def real_offload():
-    from proofs.real_vllm.offload import RealOffload
-
-    return quietly(RealOffload)
-
-
-@pytest.fixture(scope="session")
-def real_token_flag():
-    from proofs.real_vllm.flags import RealTokenFlag
-
-    return quietly(RealTokenFlag)
+real_split = _real("split", "RealSplit")
+real_config = _real("config", "RealConfig")
+real_speculation = _real("speculation", "RealSpeculation")
+real_mtp = _real("speculation", "RealMtpLayers")
+real_offload = _real("offload", "RealOffload")
+real_token_flag = _real("flags", "RealTokenFlag")
 
 
 def pytest_terminal_summary(terminalreporter):
