@@ -83,6 +83,7 @@ class ServeFlags:
     kv_transfer_config: dict | None = None
     enable_prefix_caching: bool = True
     mamba_ssm_cache_dtype: str = "auto"
+    kv_cache_dtype: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -332,7 +333,7 @@ def resolve_deployment(model: HybridModel, flags: ServeFlags, variant: Variant) 
     spec = speculation(flags.speculative_config, model.mtp)
     num_spec = spec.num_speculative_tokens if spec else 0
     kernel_min, preferred = model.kernel_block()
-    page_per_token = model.attention_page_per_token(tp)
+    page_per_token = model.attention_page_per_token(tp, flags.kv_cache_dtype)
     inputs = ConfigInputs(
         block_size=flags.block_size or preferred,
         mamba_block_size=flags.mamba_block_size or 0,

@@ -22,6 +22,12 @@ from models.geometry import MAX_TOKENS
 FAMILY_DIR = Path(__file__).parent / "families"
 DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "int8": 1, "fp8": 1}
 SSM_CACHE_DTYPES = ("auto", "float32", "bfloat16", "float16")
+# --kv-cache-dtype values gridproof models, and the bytes an element takes: "auto" is the
+# model's dtype; each fp8 is one byte with a per-tensor scale, no per-token bytes
+# (MLAAttentionSpec and FullAttentionSpec page sizes in vLLM 0.33.0). vLLM's packed
+# layouts (fp8_ds_mla, nvfp4_ds_mla, turboquant_*, ...) are not.
+KV_CACHE_DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}
+KV_CACHE_DTYPES = ("auto", *KV_CACHE_DTYPE_BYTES)
 # The selected attention backend's smallest kernel block and preferred block:
 # FLASH_ATTN / FLASHINFER / TRITON (16, 16), FLASHMLA for MLA models (64, 64).
 ATTENTION_KERNEL = {False: (16, 16), True: (64, 64)}
@@ -111,10 +117,12 @@ class HybridModel:
     def kv_heads_per_rank(self, tp: int) -> int:
         return 1 if self.use_mla else max(1, self.kv_heads // tp)
 
-    def attention_page_per_token(self, tp: int) -> int:
-        """Bytes one token's K and V (one latent for MLA) take on one rank."""
+    def attention_page_per_token(self, tp: int, kv_cache_dtype: str = "auto") -> int:
+        """Bytes one token's K and V (one latent for MLA) take on one rank, in the KV cache's dtype
+        (KV_CACHE_DTYPES; "auto": the model's)."""
         per_head = self.head_size if self.use_mla else 2 * self.head_size
-        return self.kv_heads_per_rank(tp) * per_head * DTYPE_BYTES[self.dtype]
+        element = DTYPE_BYTES[self.dtype] if kv_cache_dtype == "auto" else KV_CACHE_DTYPE_BYTES[kv_cache_dtype]
+        return self.kv_heads_per_rank(tp) * per_head * element
 
     def kernel_block(self) -> tuple[int, int]:
         """(smallest kernel block, preferred block) of the attention backend."""

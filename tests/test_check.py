@@ -286,6 +286,18 @@ def test_the_offload_chunk_is_read_as_vllm_reads_it():
     assert chunk(1, {"block_size": str(2 * block)}) == 2
 
 
+def test_an_fp8_kv_cache_halves_the_attention_page_and_doubles_the_block(capsys):
+    """Kimi-K3 at TP16/DCP16: the MLA latent in one byte, so the block that holds a state page doubles
+    (tests/test_check_vllm.py holds every built-in model's resolution to vLLM's under fp8)."""
+    deployment = ["--model", "kimi-k3", "-tp", "16", "-dcp", "16"]
+    _, bf16 = check_json(capsys, *deployment)
+    _, fp8 = check_json(capsys, *deployment, "--kv-cache-dtype", "fp8")
+    assert fp8["resolved"]["attention_page_per_token"] * 2 == bf16["resolved"]["attention_page_per_token"] == 1152
+    assert fp8["resolved"]["block_size"] == 2 * bf16["resolved"]["block_size"] == 256
+    assert main(["check", *deployment, "--kv-cache-dtype", "fp8_ds_mla"]) == 2
+    assert "--kv-cache-dtype: invalid choice: 'fp8_ds_mla'" in capsys.readouterr().err
+
+
 def test_token_counts_are_read_as_vllms_parser_reads_them(capsys):
     """8k decimal, 8K binary, as `vllm serve` reads --max-num-batched-tokens and its kin; --max-model-len
     auto (or -1) is the model's own length."""

@@ -128,6 +128,7 @@ def _scenario(model, deployment, tp: int):
         mamba_dtypes=tuple(t.dtype for t in state),
         backends=(Backend((inputs.kernel_min,)),),
         layer_alignments=(),
+        cache_dtype=deployment.flags.kv_cache_dtype,
     )
 
 
@@ -135,6 +136,9 @@ FLAG_SETS = (
     {},
     {"block_size": 768},
     {"block_size": 64, "mamba_ssm_cache_dtype": "float32"},
+    {"kv_cache_dtype": "fp8"},
+    {"kv_cache_dtype": "fp8_e5m2", "block_size": 768},
+    {"kv_cache_dtype": "float16", "mamba_ssm_cache_dtype": "float32"},
     {"speculative_config": {"method": "eagle", "num_speculative_tokens": 3}},
 )
 

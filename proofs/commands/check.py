@@ -15,7 +15,7 @@ from pathlib import Path
 from models.deploy import ServeFlags, geometry_toml, resolve_deployment, token_flag
 from models.errors import GridproofError
 from models.geometry import MAX_TOKENS
-from models.hf_config import SSM_CACHE_DTYPES, builtin_model_names, load_model
+from models.hf_config import KV_CACHE_DTYPES, SSM_CACHE_DTYPES, builtin_model_names, load_model
 from models.variants import get_variant
 from proofs.commands.arguments import UsageError, non_negative_integer, positive_integer
 
@@ -151,6 +151,7 @@ def add_parser(sub) -> None:
     vllm.add_argument("--kv-transfer-config", type=_json_object, metavar="JSON")
     vllm.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction, default=True)
     vllm.add_argument("--mamba-ssm-cache-dtype", choices=SSM_CACHE_DTYPES, default="auto")
+    vllm.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPES, default="auto")
     parser.add_argument(
         "--variant", type=_variant, default="baseline", help="baseline (vLLM 0.33.0, default), pr457, pr457-guarded"
     )

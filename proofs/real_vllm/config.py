@@ -38,6 +38,7 @@ class ConfigScenario:
     mamba_dtypes: tuple[str, ...]
     backends: tuple[Backend, ...]  # the first is the selected one
     layer_alignments: tuple[int | None, ...]  # each Mamba layer's prefill checkpoint alignment
+    cache_dtype: str = "auto"  # --kv-cache-dtype
 
 
 class RealConfig:
@@ -131,7 +132,7 @@ class RealConfig:
         return SimpleNamespace(
             cache_config=cache_config
             or SimpleNamespace(
-                cache_dtype="auto",
+                cache_dtype=s.cache_dtype,
                 block_size=s.block_size,
                 mamba_cache_mode="align" if s.align_mode else "none",
                 mamba_block_size=s.mamba_block_size,
