@@ -367,6 +367,9 @@ SIZE_FLAGS = (
 good_size = st.one_of(
     st.sampled_from(["1", "1", "2", "4", "16", "768", "4096", "8192"]), st.integers(1, 10**6).map(str)
 )
+# The token counts vLLM's parser reads with a suffix (--max-model-len also auto).
+READABLE_FLAGS = ("--max-num-batched-tokens", "--max-num-scheduled-tokens", "--max-model-len")
+readable_size = st.one_of(good_size, st.sampled_from(["8k", "4K", "25.6k", "1.001k", "auto", "-1"]))
 
 
 # The hit law's proofs capped low: a deployment's law can take tens of millions of rlimit, and
@@ -396,9 +399,10 @@ def _seldom_bad(draw, name: str, good, bad=odd_text) -> list[str]:
 def _check_once(tmp_path: Path, capsys, draw) -> None:
     argv = ["check", *_model_argument(draw, tmp_path)]
     for flag in SIZE_FLAGS:
-        argv += _seldom_bad(draw, flag, good_size, odd_numbers)
+        argv += _seldom_bad(draw, flag, readable_size if flag in READABLE_FLAGS else good_size, odd_numbers)
     argv += _seldom_bad(draw, "--mamba-cache-mode", st.sampled_from(["align", "none"]), st.just("all"))
     argv += _seldom_bad(draw, "--mamba-ssm-cache-dtype", st.sampled_from(["auto", "float32"]), st.just("int4"))
+    argv += _seldom_bad(draw, "--kv-cache-dtype", st.sampled_from(["auto", "fp8", "float16"]), st.just("fp8_ds_mla"))
     argv += _seldom_bad(draw, "--speculative-config", speculative_config())
     argv += _seldom_bad(draw, "--kv-transfer-config", kv_transfer_config())
     argv += _seldom_bad(draw, "--variant", st.sampled_from(["baseline", "pr457", "pr457-guarded"]), variant_text)
