@@ -5,7 +5,9 @@ The flag readings (`speculation`) are every combination of a grid
 (speculation_cases), read by vLLM's own config methods on stubs
 (proofs/real_vllm/speculation.py); an offloading connector's chunk size
 (`offload`) is read by vLLM's build_offloading_config on a grid of values
-and geometries (offload_cases, proofs/real_vllm/offload.py).
+and geometries (offload_cases, proofs/real_vllm/offload.py), and the
+token-count flags' texts (`token_flag`) by vLLM's own parsers
+(TOKEN_FLAG_TEXTS, proofs/real_vllm/flags.py).
 
 The conformance tests compare the model with the real vLLM on fresh inputs
 every run, but only where vLLM is installed; the recorded cases let
@@ -133,8 +135,9 @@ def _mtp_row(real_mtp, case: tuple) -> list | None:
     return [*case, ABSENT if n_predict is None else n_predict, multi_module_read]
 
 
-# (tokens per block, DCP size, draft group): one span per block, and the draft group
-# sharded (an MTP layer's), unsharded (an EAGLE head's) or absent.
+# (tokens per block, DCP size, draft group): at DCP 1 every group spans as many tokens per
+# block, above it the target does not; the draft group sharded (an MTP layer's), unsharded
+# (an EAGLE head's) or absent.
 OFFLOAD_GROUPS = (
     (768, 1, ""),
     (768, 1, UNSHARDED_DRAFT),
