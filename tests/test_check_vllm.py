@@ -1,6 +1,6 @@
 """`gridproof check`'s model resolution against the installed vLLM 0.33.0:
 the recurrent state tensors against vLLM's own `MambaStateShapeCalculator`
-and `MambaStateDtypeCalculator`, and the resolved block, cadence and padded
+and `MambaStateDtypeCalculator` (proofs/real_vllm/state.py), and the resolved block, cadence and padded
 page against the real `Platform._align_hybrid_block_size`
 (proofs/real_vllm/config.py). A missing vLLM errors, never skips."""
 
@@ -24,11 +24,10 @@ SSM_DTYPES = ("auto", "float32", "bfloat16")
 
 
 @pytest.fixture(scope="module")
-def vllm_calculators():
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=DeprecationWarning)
-        from vllm.model_executor.layers.mamba.mamba_utils import MambaStateDtypeCalculator, MambaStateShapeCalculator
-    return MambaStateShapeCalculator, MambaStateDtypeCalculator
+def real_state():
+    from proofs.real_vllm.state import RealStateTensors
+
+    return RealStateTensors()
 
 
 @pytest.fixture(scope="module")
@@ -40,48 +39,6 @@ def real_config():
         return RealConfig()
 
 
-def _vllm_state(shapes, dtypes, model, tp: int, num_spec: int, ssm: str):
-    f = model.fields
-    kind = model.state_kind
-    if kind == "mamba1":
-        got = shapes.mamba1_state_shape(tp, f["mamba_expand"] * f["hidden_size"], f["mamba_d_state"], f["mamba_d_conv"])
-        types = dtypes.mamba1_state_dtype(model.dtype, "auto", ssm)
-    elif kind == "mamba2":
-        got = shapes.mamba2_state_shape(
-            tp,
-            f["intermediate"],
-            f["n_groups"],
-            f["num_heads"],
-            f["head_dim"],
-            f["state_size"],
-            f["conv_kernel"],
-            num_spec,
-        )
-        types = dtypes.mamba2_state_dtype(
-            model.dtype, "auto", f.get("mamba_ssm_cache_dtype", "auto") if ssm == "auto" else ssm
-        )
-    elif kind == "gdn":
-        got = shapes.gated_delta_net_state_shape(
-            tp,
-            f["linear_num_key_heads"],
-            f["linear_num_value_heads"],
-            f["linear_key_head_dim"],
-            f["linear_value_head_dim"],
-            f["linear_conv_kernel_dim"],
-            num_spec,
-        )
-        types = dtypes.gated_delta_net_state_dtype(model.dtype, "auto", ssm)
-    elif kind == "kda":
-        got = shapes.kda_state_shape(
-            tp, f["num_heads"], f["head_dim"], conv_kernel_size=f["short_conv_kernel_size"], num_spec=num_spec
-        )
-        types = dtypes.kda_state_dtype(model.dtype, "auto", ssm)
-    else:
-        got = shapes.linear_attention_state_shape(f["num_attention_heads"], tp, f["head_dim"])
-        types = dtypes.linear_attention_state_dtype(model.dtype, "auto")
-    return got, [str(t).removeprefix("torch.") for t in types]
-
-
 def _fits(model, tp: int) -> bool:
     try:
         model.state(tp, 0, "auto")
@@ -91,8 +48,7 @@ def _fits(model, tp: int) -> bool:
 
 
 @pytest.mark.parametrize("name", builtin_model_names())
-def test_state_tensors_are_vllms(vllm_calculators, name):
-    shapes, dtypes = vllm_calculators
+def test_state_tensors_are_vllms(real_state, name):
     model = load_model(name)
     compared = 0
     for tp in TP_SIZES:
@@ -101,9 +57,9 @@ def test_state_tensors_are_vllms(vllm_calculators, name):
         for num_spec in (0, 2):
             for ssm in SSM_DTYPES:
                 mine = model.state(tp, num_spec, ssm)
-                theirs, their_types = _vllm_state(shapes, dtypes, model, tp, num_spec, ssm)
+                theirs, their_types = real_state.read(model, tp, num_spec, ssm)
                 # The conv state's orientation (dim-first or not) is a layout choice: compare sizes.
-                assert [math.prod(t.shape) for t in mine] == [math.prod(s) for s in theirs], (name, tp, num_spec)
+                assert [math.prod(t.shape) for t in mine] == theirs, (name, tp, num_spec)
                 assert [t.dtype for t in mine] == their_types, (name, tp, ssm)
                 compared += 1
     assert compared >= 6

@@ -9,8 +9,9 @@ checkpoint position and validity, and block-size resolution, on inputs
 drawn at and around the places each decides on; and `gridproof check`'s
 reading of the speculative, connector, caching and budget flags
 (models.deploy), of a model's MTP layer count, of an offloading
-connector's chunk size and of the token-count flags' text to what vLLM's
-own config and parsers read of them.
+connector's chunk size, of the token-count flags' text and of each
+built-in model's recurrent state tensors to what vLLM's own config,
+parsers and calculators read of them.
 tests/conformance/recorded.py records them with the real vLLM;
 tests/conformance/test_recorded.py checks that this file is what it records.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from functools import cache
@@ -36,7 +38,7 @@ from models.deploy import (
     token_flag,
 )
 from models.errors import GridproofError
-from models.hf_config import MTP_HIDDEN, NEXTN, MtpLayers, mtp_layers
+from models.hf_config import MTP_HIDDEN, NEXTN, MtpLayers, load_model, mtp_layers
 from models.scheduler import SplitCall, SplitParams, checkpoint_position, checkpoint_valid, split
 from models.variants import PR457, PR457_GUARDED
 from proofs.catalog.base import Theorem
@@ -143,6 +145,13 @@ def _token_flag(_variant, x: dict) -> tuple:
     return False, -1 if value is None else value
 
 
+def _state(_variant, x: dict) -> tuple:
+    """`gridproof check`'s recurrent state tensors (models.hf_config) for a built-in model: each
+    tensor's element count and dtype, as JSON text."""
+    tensors = load_model(x["model"]).state(x["tp"], x["num_spec"], x["ssm_cache_dtype"])
+    return json.dumps([math.prod(t.shape) for t in tensors]), json.dumps([t.dtype for t in tensors])
+
+
 FUNCTIONS = {
     # The flags `gridproof check` reads: "" for no --speculative-config, a
     # max_num_scheduled_tokens of 0 for the flag unset, refused where vLLM raises.
@@ -179,6 +188,9 @@ FUNCTIONS = {
     # A token-count flag's text as vLLM's parser reads it: --max-model-len (auto: -1) or
     # --max-num-batched-tokens (--max-num-scheduled-tokens has its parser); refused where it raises.
     "token_flag": RecordedFunction(("flag", "text"), ("refused", "value"), _token_flag),
+    # A built-in model's recurrent state at TP `tp`, `num_spec` speculative tokens and an SSM cache
+    # dtype: each tensor's element count and dtype (JSON text), as vLLM's own calculators give them.
+    "state": RecordedFunction(("model", "tp", "num_spec", "ssm_cache_dtype"), ("elements_json", "dtypes_json"), _state),
     # A mamba_block_size given on entry is the user's --mamba-block-size (explicit_mamba_block_size).
     "config": RecordedFunction(
         tuple(f.name for f in fields(ConfigInputs)),
@@ -293,8 +305,9 @@ THEOREMS = (
         "reading of the speculative, KV-connector, prefix-caching and budget flags (`SpeculativeConfig`, "
         "`VllmConfig`: the EAGLE block drop, the hash lookahead, the draft slots, the token budget, and the "
         "budgets vLLM refuses), of a model's MTP layer count (`SpeculativeConfig.hf_config_override`), of "
-        "an OffloadingConnector's chunk size (`build_offloading_config`) and of the token-count flags' text "
-        "(`human_readable_int`, `human_readable_int_or_auto`), `gridproof check` (models.deploy, "
+        "an OffloadingConnector's chunk size (`build_offloading_config`), of the token-count flags' text "
+        "(`human_readable_int`, `human_readable_int_or_auto`) and of each built-in model's recurrent state "
+        "tensors (`MambaStateShapeCalculator`, `MambaStateDtypeCalculator`), `gridproof check` (models.deploy, "
         "models.hf_config) reads them as vLLM does. "
         f"{PR457.name} and {PR457_GUARDED.name} too, except that they keep an explicit --mamba-block-size "
         "in align mode, where 0.33.0 overwrites it (config-explicit-cadence-kept).",

@@ -307,6 +307,16 @@ MUTANTS = {
             base=BASELINE,
         ),
         _mutant(
+            "kda-conv-state-without-draft-tokens",
+            "`check` sizes a KDA layer's conv state for the kernel alone, where vLLM 0.33.0 keeps a column per "
+            "speculative token too: with a drafter the state page, and so the block, comes out smaller",
+            "hf_config",
+            "_kda",
+            "kernel - 1 + num_spec)",
+            "kernel - 1)",
+            base=BASELINE,
+        ),
+        _mutant(
             "kimi-mtp-count-at-top",
             "`check` reads Kimi-K3's MTP layer count at the top of config.json, where vLLM 0.33.0's "
             "hf_config_override reads its text_config",

@@ -28,6 +28,7 @@ real_speculation = _real("speculation", "RealSpeculation")
 real_mtp = _real("speculation", "RealMtpLayers")
 real_offload = _real("offload", "RealOffload")
 real_token_flag = _real("flags", "RealTokenFlag")
+real_state = _real("state", "RealStateTensors")
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -7,7 +7,9 @@ The flag readings (`speculation`) are every combination of a grid
 (`offload`) is read by vLLM's build_offloading_config on a grid of values
 and geometries (offload_cases, proofs/real_vllm/offload.py), and the
 token-count flags' texts (`token_flag`) by vLLM's own parsers
-(TOKEN_FLAG_TEXTS, proofs/real_vllm/flags.py).
+(TOKEN_FLAG_TEXTS, proofs/real_vllm/flags.py); each built-in model's
+recurrent state (`state`) by vLLM's own calculators
+(proofs/real_vllm/state.py).
 
 The conformance tests compare the model with the real vLLM on fresh inputs
 every run, but only where vLLM is installed; the recorded cases let
@@ -33,6 +35,8 @@ from pathlib import Path
 from conformance import boundaries, config_inputs, decision_inputs, split_inputs
 from models.config import ConfigInputs
 from models.deploy import SHARDED_DRAFT, SPECULATIVE_METHODS, UNSHARDED_DRAFT
+from models.errors import GridproofError
+from models.hf_config import builtin_model_names, load_model
 from models.scheduler import SplitCall, SplitParams
 from proofs.catalog.recorded import (
     ABSENT,
@@ -210,6 +214,27 @@ def token_flag_cases() -> list[tuple]:
     return [(flag, text) for flag in ("max_model_len", "max_num_batched_tokens") for text in TOKEN_FLAG_TEXTS]
 
 
+STATE_TP_SIZES = (1, 2, 4, 8, 16)
+STATE_SSM_DTYPES = ("auto", "float32", "bfloat16")
+
+
+def _state_rows(real_state) -> list[list]:
+    """Each built-in model at each TP size its heads divide (for both readings), 0, 1 or 3
+    speculative tokens, and each SSM cache dtype: vLLM's element counts and dtypes."""
+    rows = []
+    for name in builtin_model_names():
+        model = load_model(name)
+        for tp, num_spec, ssm in itertools.product(STATE_TP_SIZES, (0, 1, 3), STATE_SSM_DTYPES):
+            try:
+                model.state(tp, num_spec, ssm)
+            except GridproofError:
+                continue  # gridproof refuses the TP size (vLLM's divide asserts on it)
+            read = _returned(real_state.read, model, tp, num_spec, ssm)
+            if read is not None:
+                rows.append([name, tp, num_spec, ssm, *(json.dumps(part) for part in read)])
+    return rows
+
+
 def _returned(function, *arguments):
     """What the real function returns, or None where it raises: such inputs are not recorded."""
     try:
@@ -218,7 +243,7 @@ def _returned(function, *arguments):
         return None
 
 
-def record(real_split, real_config, real_speculation, real_mtp, real_offload, real_token_flag) -> dict:
+def record(real_split, real_config, real_speculation, real_mtp, real_offload, real_token_flag, real_state) -> dict:
     rng = random.Random(SEED)
     split_cases = _sample(rng, list(boundaries.split_cases()), SPLIT_BOUNDARY_CASES)
     for _ in range(SPLIT_RANDOM_CASES):
@@ -253,6 +278,7 @@ def record(real_split, real_config, real_speculation, real_mtp, real_offload, re
         "speculation": [[*case, *real_speculation.read(*case)] for case in speculation_cases()],
         "mtp": [row for row in (_mtp_row(real_mtp, case) for case in mtp_cases()) if row is not None],
         "offload": [_offload_row(real_offload, case) for case in offload_cases()],
+        "state": _state_rows(real_state),
         "token_flag": [
             [flag, text, *real_token_flag.read(text, flag == "max_model_len")] for flag, text in token_flag_cases()
         ],
@@ -292,6 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     from proofs.real_vllm.offload import RealOffload
     from proofs.real_vllm.speculation import RealMtpLayers, RealSpeculation
     from proofs.real_vllm.split import RealSplit
+    from proofs.real_vllm.state import RealStateTensors
 
     print(f"loading vLLM {VERSION} ...", file=sys.stderr, flush=True)
     recorded = record(
@@ -301,6 +328,7 @@ def main(argv: list[str] | None = None) -> int:
         quietly(RealMtpLayers),
         quietly(RealOffload),
         quietly(RealTokenFlag),
+        quietly(RealStateTensors),
     )
     counts = ", ".join(f"{k} {len(v['cases'])}" for k, v in recorded.items() if isinstance(v, dict))
     if args.write:

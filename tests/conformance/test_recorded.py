@@ -7,8 +7,10 @@ from conformance.recorded import record
 from proofs.catalog.recorded import FUNCTIONS, RECORDED
 
 
-def test_recorded_answers_are_vllms(real_split, real_config, real_speculation, real_mtp, real_offload, real_token_flag):
-    fresh = record(real_split, real_config, real_speculation, real_mtp, real_offload, real_token_flag)
+def test_recorded_answers_are_vllms(
+    real_split, real_config, real_speculation, real_mtp, real_offload, real_token_flag, real_state
+):
+    fresh = record(real_split, real_config, real_speculation, real_mtp, real_offload, real_token_flag, real_state)
     committed = json.loads(RECORDED.read_text(encoding="utf-8"))
     for name in FUNCTIONS:
         ours, theirs = committed[name], fresh[name]
