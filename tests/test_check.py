@@ -181,6 +181,10 @@ BAD_INPUT = [
     (["--verify-law-up-to", "1000001"], "at most 1,000,000 (each length is simulated)"),
     (["--sweep", "block_size=1..99999999999999"], "99,999,999,999,999 values: at most 64"),
     (["--sweep", f"block_size=1..{10**30}:{10**29}"], "values of at most 2,147,483,647"),
+    # More values than a range's len() can count: counted, not a traceback.
+    (["--sweep", f"block_size=1..{10**30}"], f"{10**30:,} values: at most 64"),
+    (["--sweep", "block_size=16..64:0"], "expected a positive step, got '0'"),
+    (["--sweep", "max-num-batched-tokens=1.5K..2K"], "expected token counts such as 8192, 8k or 8K"),
 ]
 
 
@@ -424,6 +428,13 @@ def test_sweep_tabulates_one_flag(capsys):
     assert status == 0
     rows = [line for line in out.splitlines() if line.strip()[:1].isdigit()]
     assert len(rows) == 3 and all(line.rstrip().endswith("yes") for line in rows)
+
+
+def test_a_sweep_of_a_token_budget_reads_its_values_as_the_flag_does(capsys):
+    _, out = check(capsys, "--sweep", "max-num-batched-tokens=4k..8k:2k")
+    assert [line.split()[0] for line in out.splitlines() if line.strip()[:1].isdigit()] == ["4,000", "6,000", "8,000"]
+    _, out = check(capsys, "--sweep", "max_num_scheduled_tokens=2K,4K")
+    assert [line.split()[0] for line in out.splitlines() if line.strip()[:1].isdigit()] == ["2,048", "4,096"]
 
 
 def _kimi_k3_plan(mamba_block_size: int):

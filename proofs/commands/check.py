@@ -92,26 +92,33 @@ def _variant(text: str):
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+# The swept flags vLLM reads as human-readable counts (8k, 8K), as their own flags are read.
+READABLE_SWEEPS = ("max-num-scheduled-tokens", "max-num-batched-tokens")
+
+
 def _sweep(text: str) -> tuple[str, list[int]]:
     """FLAG=a..b[:step] or FLAG=a,b,c."""
     flag, _, values = text.partition("=")
     flag = flag.removeprefix("--").replace("_", "-")
     if flag not in SWEEPABLE or not values:
         raise argparse.ArgumentTypeError(f"expected FLAG=a..b or FLAG=a,b,c with FLAG one of {', '.join(SWEEPABLE)}")
+    number, kind = (token_flag, "token counts such as 8192, 8k or 8K") if flag in READABLE_SWEEPS else (int, "integers")
     try:
         if ".." in values:
             bounds, _, step = values.partition(":")
-            low, high = (int(v) for v in bounds.split(".."))
-            spread = range(low, high + 1, int(step) if step else 1)
-            if len(spread) > MAX_SWEEP_ROWS:
-                raise argparse.ArgumentTypeError(
-                    f"{len(spread):,} values: at most {MAX_SWEEP_ROWS} (give a step: a..b:STEP)"
-                )
-            numbers = list(spread)
+            low, high = (number(v) for v in bounds.split(".."))
+            stride = number(step) if step else 1
+            if stride <= 0:
+                raise argparse.ArgumentTypeError(f"expected a positive step, got {step!r}")
+            # Counted, not len(range(...)): a range of more values than an index holds has no len.
+            count = max(0, (high - low) // stride + 1)
+            if count > MAX_SWEEP_ROWS:
+                raise argparse.ArgumentTypeError(f"{count:,} values: at most {MAX_SWEEP_ROWS} (give a step: a..b:STEP)")
+            numbers = list(range(low, high + 1, stride))
         else:
-            numbers = [int(v) for v in values.split(",")]
+            numbers = [number(v) for v in values.split(",")]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected integers in {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected {kind} in {text!r}") from None
     if not numbers or any(v < 0 for v in numbers):
         raise argparse.ArgumentTypeError(f"expected a non-empty range of non-negative integers, got {values!r}")
     if max(numbers) > MAX_TOKENS:
