@@ -416,9 +416,12 @@ def _check_once(tmp_path: Path, capsys, draw) -> None:
         ["max_num_batched_tokens=512..4096:512", "block_size=16..64:16", "tensor_parallel_size=1..4"]
     )
     if draw(st.integers(0, 4)) == 0:  # a sweep answers instead of the deployment's analysis
-        argv += _seldom_bad(
-            draw, "--sweep", sweep, st.sampled_from(["block_size=9..1", "x=1..2", "block_size", "=..", "tp=0..1"])
-        )
+        # Ranges of any size: one too long for len() to count was a traceback.
+        low, high = st.sampled_from([-1, 0, 1, 16]), st.sampled_from([3, 64, 10**19, 10**30, 10**40])
+        step = st.sampled_from([1, 2, 7, 10**29, 0, -1])
+        ranges = st.tuples(low, high, step).map(lambda r: f"block_size={r[0]}..{r[1]}:{r[2]}")
+        odd_sweep = st.sampled_from(["block_size=9..1", "x=1..2", "block_size", "=..", "tp=0..1"])
+        argv += ["--sweep", draw(st.one_of(sweep, odd_sweep, ranges))]
     argv += ["--json"] if draw(st.booleans()) else []
     run(tmp_path, capsys, argv)
 
