@@ -6,6 +6,7 @@ an exit status: 0 aligned, 1 not aligned, 2 bad input."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import shlex
 import sys
@@ -34,9 +35,9 @@ MAX_VERIFIED_LENGTH = 1_000_000
 
 
 def _bounded(convert, most: int, why: str):
-    def bounded(text: str) -> int:
+    def bounded(text: str) -> int | None:
         value = convert(text)
-        if value > most:
+        if value is not None and value > most:
             raise argparse.ArgumentTypeError(f"at most {most:,} ({why}), got {value:,}")
         return value
 
@@ -49,30 +50,22 @@ token_threshold = _bounded(non_negative_integer, MAX_TOKENS, INT32)
 
 
 def _readable_tokens(text: str, auto: bool = False) -> int | None:
-    """A token count as vLLM's parser reads the flag (models.deploy.token_flag): 8192, 8k or 8K."""
+    """A positive token count as vLLM's parser reads the flag (models.deploy.token_flag): 8192, 8k or 8K."""
     try:
         value = token_flag(text, auto)
     except ValueError as error:
         raise argparse.ArgumentTypeError(
             f"expected a token count such as 8192, 8k or 8K, got {text!r}: {error}"
         ) from None
-    if value is None:
-        return None
-    if value <= 0:
+    if value is not None and value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive token count, got {text!r} ({value:,})")
-    if value > MAX_TOKENS:
-        raise argparse.ArgumentTypeError(f"at most {MAX_TOKENS:,} ({INT32}), got {value:,}")
     return value
 
 
-def readable_token_count(text: str) -> int:
-    """--max-num-batched-tokens and --max-num-scheduled-tokens: vLLM's human_readable_int."""
-    return _readable_tokens(text)
-
-
-def readable_model_len(text: str) -> int | None:
-    """--max-model-len: vLLM's human_readable_int_or_auto, where -1 or auto is the model's own length (None)."""
-    return _readable_tokens(text, auto=True)
+# --max-num-batched-tokens and --max-num-scheduled-tokens: vLLM's human_readable_int.
+readable_token_count = _bounded(_readable_tokens, MAX_TOKENS, INT32)
+# --max-model-len: vLLM's human_readable_int_or_auto, where -1 or auto is the model's own length (None).
+readable_model_len = _bounded(functools.partial(_readable_tokens, auto=True), MAX_TOKENS, INT32)
 
 
 def _json_object(text: str) -> dict:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from models.deploy import SHARDED_DRAFT
+
 # What vLLM raises on a chunk size it refuses: its own ValueError and assert,
 # and int()'s TypeError (a list) and OverflowError (an infinity). Anything
 # else (a stub missing a field) is not a refusal, and fails the recording.
@@ -30,16 +32,19 @@ class RealOffload:
         """(refused, blocks per chunk) for `extra_config` over a hybrid model's groups at
         `block` tokens per block and DCP `dcp`: the target attention (DCP-sharded when
         `dcp` > 1), the recurrent state, and a draft attention group where `draft` is
-        "sharded" (an MTP layer's) or "unsharded" (an EAGLE head's). Refused: the rest is 0."""
+        SHARDED_DRAFT (an MTP layer's) or UNSHARDED_DRAFT (an EAGLE head's). Refused: the rest is 0."""
+
+        def attention(sharded: bool):
+            return self._attention(
+                block_size=block, dcp_sharded=sharded, num_kv_heads=1, head_size=8, dtype=self._dtype
+            )
+
         specs = [
-            self._attention(block_size=block, dcp_sharded=dcp > 1, num_kv_heads=1, head_size=8, dtype=self._dtype),
+            attention(dcp > 1),
             self._mamba(block_size=block, shapes=((8,),), dtypes=(self._dtype,), mamba_cache_mode="align"),
         ]
         if draft:
-            sharded = draft == "sharded" and dcp > 1
-            specs.append(
-                self._attention(block_size=block, dcp_sharded=sharded, num_kv_heads=1, head_size=8, dtype=self._dtype)
-            )
+            specs.append(attention(draft == SHARDED_DRAFT and dcp > 1))
         groups = [SimpleNamespace(kv_cache_spec=spec, layer_names=[f"layer.{i}"]) for i, spec in enumerate(specs)]
         cache = SimpleNamespace(
             hisparse_host_num_blocks=None,
