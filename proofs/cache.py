@@ -49,6 +49,7 @@ PROCEDURE = (
     "proofs/refutation.py",
     "proofs/minimisation.py",
     "proofs/watchdog.py",
+    "proofs/interrupts.py",
     "proofs/runner.py",
     "proofs/cache.py",
     "proofs/enumerated.py",

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import os
 import sys
 
 from models.errors import GridproofError
+from proofs import interrupts
 from proofs.commands.arguments import Parser
 from proofs.heap import pad_heap_top
 
@@ -32,6 +34,9 @@ def build_parser(command: str | None = None) -> Parser:
 
 def main(argv: list[str] | None = None) -> int:
     pad_heap_top()
+    as_the_command = argv is None
+    if as_the_command:
+        interrupts.install()
     try:
         argv = sys.argv[1:] if argv is None else argv
         named = argv[0] if argv and argv[0] in COMMANDS else None
@@ -40,11 +45,38 @@ def main(argv: list[str] | None = None) -> int:
     except GridproofError as error:
         print(f"gridproof: error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        return _interrupted(as_the_command)
+    except ctypes.ArgumentError as error:
+        # An interrupt that lands while ctypes converts the arguments of a Z3
+        # call arrives as this error, the interrupt's name in its message.
+        if ": KeyboardInterrupt" not in str(error):
+            raise
+        return _interrupted(as_the_command)
     except BrokenPipeError:
         # The reader went away (`gridproof prove --json | head`): stop quietly, and keep the interpreter
         # from complaining when it flushes stdout at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+
+
+def _interrupted(as_the_command: bool) -> int:
+    """Ctrl-C: one line and the shell's status for it. The workers of a
+    parallel run were stopped on the way here (proofs/workers.py). As the
+    command, the process ends at once: the interrupt may have left objects
+    half made, whose finalisers would print tracebacks at exit."""
+    start = "\r\033[K" if sys.stderr.isatty() else ""  # over any progress line
+    print(f"{start}gridproof: interrupted", file=sys.stderr)
+    if as_the_command:
+        import multiprocessing
+
+        for child in multiprocessing.active_children():
+            child.terminate()
+            child.join(1)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
+    return 130
 
 
 if __name__ == "__main__":

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
-import multiprocessing
 import os
 import time
 from pathlib import Path
@@ -29,6 +28,7 @@ from proofs.runner import (
     same_choices,
 )
 from proofs.solver import REFUTED, SolverOptions, exporting, shared_queries
+from proofs.workers import process_pool
 
 
 def run_catalogue(
@@ -85,12 +85,7 @@ def run_catalogue(
         # theorems with slow-tier proofs start first, then the largest
         # budgets, so no long theorem starts last.
         order = sorted(range(len(tasks)), key=lambda t: _start_order(tasks[t][1], _cases(CATALOGUE[tasks[t][0]])))
-        # Forked where the platform can: a spawned worker imports z3 and the
-        # models again before its first task.
-        # Z3 runs no thread of its own here, so a fork copies no lock held.
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-        context = multiprocessing.get_context(method)
-        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        with process_pool(jobs) as pool:
             futures = {pool.submit(_run_theorem_variants, *tasks[t]): t for t in order}
             for future in concurrent.futures.as_completed(futures):
                 for i, entry in zip(indexes[futures[future]], future.result(), strict=True):

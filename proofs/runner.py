@@ -19,7 +19,7 @@ import z3
 
 from models.errors import GridproofError
 from models.variants import VARIANTS
-from proofs import edges, inputs_read, needed
+from proofs import edges, inputs_read, interrupts, needed
 from proofs.catalog import CATALOGUE, Obligation, Theorem
 from proofs.claims import UnknownConjunct, conjunct_alone, replay
 from proofs.enumerated import DOMAINS, claim_text, decide_enumeration, smaller_than_recorded
@@ -709,7 +709,9 @@ def plan_runs(manifest: dict[str, Expectation], theorem: str | None, variant: st
 
 def progress(message: str) -> None:
     """One status line: rewritten in place on a terminal, a line of its own
-    in a log (CI), where the empty message that clears it prints nothing."""
+    in a log (CI), where the empty message that clears it prints nothing.
+    Also a point where the run stops if it was interrupted (proofs/interrupts.py)."""
+    interrupts.raise_if_requested()
     if sys.stderr.isatty():
         print(f"\r\033[K{message}", end="", file=sys.stderr, flush=True)
     elif message:

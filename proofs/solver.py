@@ -21,7 +21,7 @@ import z3
 from z3 import z3core
 
 from models import arith
-from proofs import minimisation, queries, refutation
+from proofs import interrupts, minimisation, queries, refutation
 from proofs.claims import Claim, Formula, Kind, Var, hypotheses_false, read_recording_crashes, replay, symbolic_inputs
 from proofs.options import DEFAULT_RLIMIT, DEFAULT_WALL_LIMIT, SolverOptions
 from proofs.queries import Answer, Query, QueryCache, shared_queries, standard_smt2
@@ -163,7 +163,9 @@ class _Budget:
         if self.out_of_time():
             return z3.unknown
         with WATCHDOG.watching(self.ctx, self.deadline):
-            return solver.check(*assumptions)
+            answer = solver.check(*assumptions)
+        interrupts.raise_if_requested()  # an unknown that was a Ctrl-C is no answer
+        return answer
 
     def out_of_time(self) -> bool:
         return time.monotonic() >= self.deadline

@@ -4,19 +4,23 @@ The rlimit is the budget, and it bounds most checks; not all of them: Z3
 does not count resources in every procedure, and a deletion check capped at
 128,000 rlimit ran for minutes on a plausible model fault. One daemon thread
 per process wakes every POLL_SECONDS and interrupts the Z3 context of a
-check that has run past its deadline; the check then answers unknown. A
+check that has run past its deadline, or at once on a Ctrl-C
+(proofs/interrupts.py); the check then answers unknown. A
 Z3 `timeout` per check would do the same at the cost of a timer thread per
 check (about 3 s of CPU over --tier all)."""
 
 from __future__ import annotations
 
 import os
+import select
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import z3
+
+from proofs import interrupts
 
 POLL_SECONDS = 0.5
 
@@ -49,11 +53,16 @@ class _Watchdog:
 
     def _run(self) -> None:
         while True:
-            time.sleep(POLL_SECONDS)
+            wakeup = interrupts.wakeup_descriptor()
+            if wakeup is None:
+                time.sleep(POLL_SECONDS)
+            else:
+                select.select([wakeup], [], [], POLL_SECONDS)
+            interrupted = interrupts.read_wakeup()
             # Under the lock: a check that has returned is unwatched first,
             # so only a running check is interrupted.
             with self._lock:
-                if self._watched is not None and time.monotonic() >= self._watched[1]:
+                if self._watched is not None and (interrupted or time.monotonic() >= self._watched[1]):
                     self._watched[0].interrupt()
 
 

@@ -18,7 +18,6 @@ it; otherwise it is a gap.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import random
 import time
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import wait
 
 from models.variants import VARIANTS
+from proofs import workers
 from proofs.mutation import equivalence
 from proofs.mutation import source as source_comparisons
 from proofs.mutation.callers import private_callers
@@ -134,7 +134,7 @@ def run_mutants(
         ]
         every_shape = function not in reach.truncated
         pending.append((i, mutant, selected, reach.calls.get(function, []), callers, every_shape))
-    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    context = workers.context()
     live: dict = {}  # receiving end -> (index, process, receiving end, started, mutant)
     while pending or live:
         while pending and len(live) < jobs:
@@ -142,7 +142,8 @@ def run_mutants(
             receiver, sender = context.Pipe(duplex=False)
             arguments = (sender, mutant, selected, calls, callers, every_shape, sources, reference_patched)
             process = context.Process(target=_child, args=arguments, daemon=True)
-            process.start()
+            with workers.interrupts_held():
+                process.start()
             sender.close()
             live[receiver] = (i, process, receiver, time.monotonic(), mutant)
         # The result, or the end of a worker that sent none: the pipe is read
@@ -172,6 +173,7 @@ def mutated_functions(mutants: list[Mutant]) -> list[tuple[str, str]]:
 
 
 def _child(sender, mutant: Mutant, runs, calls, callers, every_shape: bool, sources, reference_patched: bool):
+    workers.leave_interrupts_to_the_parent()
     with references_patched() if reference_patched else contextlib.nullcontext():
         result = decide_mutant(mutant, runs, calls, callers, every_shape, sources)
     sender.send(result)

@@ -12,7 +12,6 @@ of its configurations decides, that text with Z3's model asserted
 from __future__ import annotations
 
 import concurrent.futures
-import multiprocessing
 from collections import Counter
 
 import z3
@@ -21,6 +20,7 @@ from models.errors import GridproofError
 from proofs.lemmas import validity_queries
 from proofs.report.smt2 import CVC5_CONFIGURATIONS, command_line, exported
 from proofs.runner import progress
+from proofs.workers import process_pool
 
 SOLVERS = ("cvc5",)
 # cvc5's resource units per query (deterministic, unlike its time limit):
@@ -169,9 +169,7 @@ def _answer_all(texts: list[str], expected: list[str], rlimit: int, jobs: int) -
         for i, text in enumerate(texts):
             done(i, decide_cvc5(text, rlimit, expected[i]))
     else:
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-        context = multiprocessing.get_context(method)
-        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        with process_pool(jobs) as pool:
             futures = {pool.submit(decide_cvc5, text, rlimit, expected[i]): i for i, text in enumerate(texts)}
             for future in concurrent.futures.as_completed(futures):
                 done(futures[future], future.result())

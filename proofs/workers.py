@@ -1,0 +1,72 @@
+"""Worker processes for the commands that decide in parallel (`prove`,
+`prove --confirm`, `mutate`), and what an interrupt does to them.
+
+A Ctrl-C reaches every process of the terminal's group. The workers ignore
+it, so that the parent alone stops: it cancels what has not started,
+terminates the workers that are deciding, and `gridproof` says in one line
+that it was interrupted. A worker left to the executor's own exit would be
+waited for, or, when only the parent had the signal, waited for forever.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import multiprocessing
+import signal
+from collections.abc import Iterator
+
+import z3
+
+# Forked where the platform can: a spawned worker imports z3 and the models
+# again before its first task. Z3 runs no thread of its own here, so a fork
+# copies no lock held.
+START_METHOD = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+
+
+def context():
+    return multiprocessing.get_context(START_METHOD)
+
+
+def leave_interrupts_to_the_parent() -> None:
+    """Run first in every worker process."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    z3.set_param("ctrl_c", False)  # a spawned worker's Z3 would take the signal for itself
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+@contextlib.contextmanager
+def interrupts_held() -> Iterator[None]:
+    """Holds a Ctrl-C back while workers are forked: the parent runs Python's
+    at-fork handlers then, and an interrupt raised inside one is printed as
+    ignored and lost, the run going on. It is delivered when the block ends."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+@contextlib.contextmanager
+def process_pool(jobs: int) -> Iterator[concurrent.futures.ProcessPoolExecutor]:
+    """A pool of `jobs` worker processes that stops at once, workers
+    terminated, when the block it serves raises (an interrupt included)."""
+    pool = concurrent.futures.ProcessPoolExecutor(
+        max_workers=jobs, mp_context=context(), initializer=leave_interrupts_to_the_parent
+    )
+    try:
+        with interrupts_held():
+            # A first task starts every worker (forked ones all at once).
+            pool.submit(int).result()
+        yield pool
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        for child in multiprocessing.active_children():
+            child.terminate()
+            child.join(1)
+        raise
+    pool.shutdown()
