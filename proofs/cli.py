@@ -61,12 +61,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _interrupted(as_the_command: bool) -> int:
-    """Ctrl-C: one line and the shell's status for it. The workers of a
-    parallel run were stopped on the way here (proofs/workers.py). As the
-    command, the process ends at once: the interrupt may have left objects
-    half made, whose finalisers would print tracebacks at exit."""
+    """Ctrl-C or SIGTERM: one line, and the shell's status for the signal.
+    The workers of a parallel run were stopped on the way here
+    (proofs/workers.py). As the command, the process ends at once: the
+    interrupt may have left objects half made, whose finalisers would print
+    tracebacks at exit."""
+    said, status = interrupts.stopped_by()
     start = "\r\033[K" if sys.stderr.isatty() else ""  # over any progress line
-    print(f"{start}gridproof: interrupted", file=sys.stderr)
+    print(f"{start}gridproof: {said}", file=sys.stderr)
     if as_the_command:
         import multiprocessing
 
@@ -75,8 +77,8 @@ def _interrupted(as_the_command: bool) -> int:
             child.join(1)
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(130)
-    return 130
+        os._exit(status)
+    return status
 
 
 if __name__ == "__main__":

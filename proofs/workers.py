@@ -29,8 +29,11 @@ def context():
 
 
 def leave_interrupts_to_the_parent() -> None:
-    """Run first in every worker process."""
+    """Run first in every worker process. SIGTERM, the parent's way to stop
+    a worker, ends it: the handler a forked worker inherits would raise
+    inside its task, which the pool reports and goes on."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     z3.set_param("ctrl_c", False)  # a spawned worker's Z3 would take the signal for itself
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
