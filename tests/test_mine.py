@@ -258,6 +258,14 @@ def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, args, fragment):
     assert not list(tmp_path.iterdir())
 
 
+def test_an_out_directory_that_cannot_be_made_is_refused_before_the_mining(capsys, tmp_path):
+    (tmp_path / "a-file").write_text("")
+    status = main(["mine", HEADLINE, "--variant", "baseline", "--no-vllm", "--out", str(tmp_path / "a-file" / "cases")])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err == f"gridproof: error: --out: cannot make {tmp_path / 'a-file' / 'cases'}: Not a directory\n"
+
+
 def test_bad_view_from_the_shell():
     result = gridproof("mine", HEADLINE, "--view", "import os")
     assert result.returncode == 2 and result.stdout == ""

@@ -176,6 +176,10 @@ def run(args: argparse.Namespace) -> int:
         )
     except (MiningError, ViewError) as error:
         raise UsageError(str(error)) from None
+    try:  # found unusable before the mining, not after it
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"--out: cannot make {out}: {error.strerror}") from None
     result = miner.run()
     errors = [f"{p.obligation}: {p.message}: {json.dumps(p.inputs)}" for p in result.problems]
     documents, written, vllm = [], [], []
