@@ -118,3 +118,13 @@ def test_a_mutant_that_reads_a_family_by_position_has_a_key_and_its_entry_is_cac
     assert [e["verdict"] for e in first["entries"]] == ["REFUTED"]
     assert main(["prove", *selection, "--cache", str(tmp_path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["cache"]["reused"] == 1
+
+
+def test_a_default_cache_that_cannot_be_made_is_left_out_with_a_note(tmp_path, monkeypatch, capsys):
+    # A read-only or odd home must not fail the README's first command; a --cache named is an error.
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "a-file"))
+    assert main(["prove", "--theorem", "split-bounds", "--variant", "baseline"]) == 0
+    err = capsys.readouterr().err
+    assert f"gridproof: note: no proof cache: cannot make {tmp_path / 'a-file' / 'gridproof'} (Not a directory)" in err
+    assert main(["prove", "--theorem", "split-bounds", "--cache", str(tmp_path / "a-file" / "x")]) == 2

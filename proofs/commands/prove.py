@@ -5,6 +5,7 @@ result, reruns under other seeds)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from proofs.commands.arguments import non_negative_integer, percentage, positive_integer, variant_names
@@ -79,11 +80,27 @@ def add_parser(sub) -> None:
 
 
 def cache_directory(args: argparse.Namespace) -> Path | None:
+    """The proof cache named, or the default one. A default that cannot be
+    made (a read-only home) is left out with a note: the run is the same
+    without it. A directory named with --cache that cannot be used is an
+    error (proofs/cache.py)."""
     from proofs.cache import default_directory
 
     if args.no_cache:
         return None
-    return args.cache if args.cache else default_directory()
+    if args.cache:
+        return args.cache
+    directory = default_directory()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        print(
+            f"gridproof: note: no proof cache: cannot make {directory} ({error.strerror}); "
+            "every entry is decided and none stored (--cache DIR names another)",
+            file=sys.stderr,
+        )
+        return None
+    return directory
 
 
 def run(args: argparse.Namespace) -> int:
