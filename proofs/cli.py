@@ -37,11 +37,16 @@ def main(argv: list[str] | None = None) -> int:
     as_the_command = argv is None
     if as_the_command:
         interrupts.install()
+        if sys.stdout is not None:
+            sys.stdout = _StandardOutput(sys.stdout)
     try:
         argv = sys.argv[1:] if argv is None else argv
         named = argv[0] if argv and argv[0] in COMMANDS else None
         args = build_parser(named).parse_args(argv)
-        return args.run(args)
+        status = args.run(args)
+        if sys.stdout is not None:
+            sys.stdout.flush()  # a write that fails fails here, not in the interpreter's exit
+        return status
     except GridproofError as error:
         print(f"gridproof: error: {error}", file=sys.stderr)
         return 2
@@ -58,6 +63,33 @@ def main(argv: list[str] | None = None) -> int:
         # from complaining when it flushes stdout at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+
+
+class _StandardOutput:
+    """The command's sys.stdout: a write that fails (a full disk) is one line
+    and exit 2, as an unusable --report-dir is, not a traceback. A reader
+    gone away (BrokenPipeError) is left to `main`."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._guarded(self._stream.write, text)
+
+    def flush(self) -> None:
+        self._guarded(self._stream.flush)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+    @staticmethod
+    def _guarded(operation, *arguments):
+        try:
+            return operation(*arguments)
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            raise GridproofError(f"cannot write the standard output: {error.strerror}") from None
 
 
 def _interrupted(as_the_command: bool) -> int:
