@@ -91,6 +91,11 @@ def test_report_renders_a_saved_result_in_every_format(report_dir, tmp_path, cap
         ["prove", "--theorem", THEOREM, "--against", "{bad}"],
         ["prove", "--theorem", THEOREM, "--seeds", "0"],
         ["prove", "--theorem", THEOREM, "--seed", "-1"],
+        # Z3 takes these modulo 2^32, silently: an rlimit of 2^32 + 10 was one of 10.
+        ["prove", "--theorem", THEOREM, "--rlimit", str(2**32 + 10)],
+        ["prove", "--theorem", THEOREM, "--seed", str(2**32)],
+        ["prove", "--theorem", THEOREM, "--seeds", str(10**20)],
+        ["mine", THEOREM, "--variant", "baseline", "--rlimit", str(2**32)],
         ["prove", "--theorem", THEOREM, "--rlimit-growth", "lots", "--against", "{saved}"],
         ["prove", "--theorem", THEOREM, "--report-dir", "{saved}"],
         ["prove", "--theorem", "eagle-annotated-conversion", "--variant", "baseline"],

@@ -81,6 +81,32 @@ def non_negative_integer(text: str) -> int:
     return value
 
 
+# Z3 reads an rlimit and a random seed as 32-bit unsigned numbers and takes
+# a larger one modulo 2^32, silently: an rlimit of 4,294,967,306 is one of 10.
+Z3_UNSIGNED_MAX = 2**32 - 1
+
+
+def z3_rlimit(text: str) -> int:
+    """A Z3 resource budget: a positive integer Z3 can hold."""
+    return _within_z3(positive_integer(text))
+
+
+def z3_seed(text: str) -> int:
+    """A Z3 random seed: a non-negative integer Z3 can hold."""
+    return _within_z3(non_negative_integer(text))
+
+
+def z3_seed_count(text: str) -> int:
+    """K of the seeds 1..K: a positive integer, every seed one Z3 can hold."""
+    return _within_z3(positive_integer(text))
+
+
+def _within_z3(value: int) -> int:
+    if value > Z3_UNSIGNED_MAX:
+        raise argparse.ArgumentTypeError(f"must be at most {Z3_UNSIGNED_MAX:,} (Z3 holds it in 32 bits), got {value}")
+    return value
+
+
 def budgets(text: str) -> list[int]:
     """Tokens per step: one positive integer, or a comma-separated list of them."""
     parts = text.split(",")

@@ -19,6 +19,7 @@ from proofs.commands.arguments import (
     non_negative_integer,
     positive_integer,
     variant_name,
+    z3_rlimit,
 )
 from proofs.mining import LADDER_EXTRA, QUERY_RLIMIT, Miner, MiningError, class_label
 from proofs.playback import (
@@ -74,7 +75,7 @@ def add_parser(sub) -> None:
     )
     parser.add_argument("--format", default="text", choices=FORMATS, help="what to print (default text)")
     parser.add_argument(
-        "--rlimit", default=QUERY_RLIMIT, type=positive_integer, help=f"Z3 resource budget per query ({QUERY_RLIMIT})"
+        "--rlimit", default=QUERY_RLIMIT, type=z3_rlimit, help=f"Z3 resource budget per query ({QUERY_RLIMIT})"
     )
     parser.add_argument(
         "--ladder",

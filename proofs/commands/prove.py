@@ -8,7 +8,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from proofs.commands.arguments import non_negative_integer, percentage, positive_integer, variant_names
+from proofs.commands.arguments import (
+    percentage,
+    positive_integer,
+    variant_names,
+    z3_rlimit,
+    z3_seed,
+    z3_seed_count,
+)
 from proofs.solver import DEFAULT_RLIMIT
 
 
@@ -25,14 +32,14 @@ def add_parser(sub) -> None:
     )
     parser.add_argument(
         "--rlimit",
-        type=positive_integer,
+        type=z3_rlimit,
         help=f"Z3 resource budget per obligation, for every theorem (default: the manifest's, else {DEFAULT_RLIMIT})",
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument(
         "--jobs", type=positive_integer, help="obligations decided at once, one process each (default: one per core)"
     )
-    parser.add_argument("--seed", type=non_negative_integer, help="Z3 random seed for every query (default: Z3's own)")
+    parser.add_argument("--seed", type=z3_seed, help="Z3 random seed for every query (default: Z3's own)")
     parser.add_argument(
         "--report-dir",
         metavar="DIR",
@@ -57,7 +64,7 @@ def add_parser(sub) -> None:
     parser.add_argument(
         "--seeds",
         metavar="K",
-        type=positive_integer,
+        type=z3_seed_count,
         default=0,
         help="rerun every obligation under Z3 seeds 1..K: report verdict flips (exit 1) and the rlimit spread",
     )
