@@ -8,6 +8,7 @@ refused the same way whichever command was given them.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from models.errors import GridproofError
@@ -49,3 +50,19 @@ def read_user_text(path: str | Path, what: str) -> str:
         raise UnreadableFileError(
             f"{path}: not UTF-8 text (byte 0x{data[error.start]:02x} at line {line}), expected {what}"
         ) from None
+
+
+def parse_json(text: str, **options):
+    """json.loads, where every way the text can fail is a ValueError with a
+    message fit for a user: JSONDecodeError's own, or one of the two that
+    json.loads raises otherwise (a RecursionError, int()'s ValueError)."""
+    try:
+        return json.loads(text, **options)
+    except RecursionError:
+        raise ValueError("arrays or objects nested too deep") from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as error:
+        if "integer string conversion" not in str(error):
+            raise  # one of `options` refused a value: its own message
+        raise ValueError("an integer with more than 4,300 digits") from None

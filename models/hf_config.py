@@ -10,13 +10,12 @@ models/families/, each a trimmed config.json naming its source.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from models.errors import GridproofError
-from models.files import UnreadableFileError, read_user_text
+from models.files import UnreadableFileError, parse_json, read_user_text
 from models.geometry import MAX_TOKENS
 
 FAMILY_DIR = Path(__file__).parent / "families"
@@ -346,9 +345,9 @@ def load_model(name_or_path: str) -> HybridModel:
             f" (built-in: {', '.join(builtin_model_names())})"
         )
     try:
-        config = json.loads(read_user_text(path, "a Hugging Face config.json"))
+        config = parse_json(read_user_text(path, "a Hugging Face config.json"))
     except UnreadableFileError as error:
         raise ModelConfigError(f"--model {error}") from None
-    except json.JSONDecodeError as error:
+    except ValueError as error:
         raise ModelConfigError(f"--model {path}: not valid JSON: {error}") from None
     return parse_model(config, name=path.stem if builtin.exists() else str(path), source=str(path))

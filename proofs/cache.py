@@ -30,6 +30,7 @@ from pathlib import Path
 import z3
 
 from models.errors import GridproofError
+from models.files import parse_json
 from proofs import counterexamples, edges, inputs_read, needed
 from proofs.catalog import Theorem
 from proofs.records import RecordError
@@ -147,7 +148,7 @@ class ProofCache:
 
     def load(self, key: str) -> Entry | None:
         try:
-            data = json.loads((self.directory / f"{key}.json").read_text(encoding="utf-8"))
+            data = parse_json((self.directory / f"{key}.json").read_text(encoding="utf-8"))
             queries = {name: [Query.from_json(q) for q in qs] for name, qs in data.pop("queries").items()}
             known = {f.name for f in fields(Entry)}
             entry = Entry(**{k: v for k, v in data.items() if k in known}, queries=queries)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from models.errors import GridproofError
+from models.files import parse_json
 from models.geometry import DRAFT, RECURRENT, TARGET, Deployment, Geometry, Request, parse_geometry
 from models.plan import Plan, plan
 from models.prefill import Trace, run_prefill
@@ -554,8 +555,8 @@ def load_corpus(directory: Path) -> dict[Path, dict]:
     if directory.is_dir():
         for path in sorted(directory.glob("*.json")):
             try:
-                doc = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError):
+                doc = parse_json(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):  # not a case this project wrote
                 continue
             if isinstance(doc, dict) and doc.get("format") == FORMAT:
                 corpus[path] = doc

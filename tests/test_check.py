@@ -185,10 +185,14 @@ BAD_INPUT = [
     (["--sweep", f"block_size=1..{10**30}"], f"{10**30:,} values: at most 64"),
     (["--sweep", "block_size=16..64:0"], "expected a positive step, got '0'"),
     (["--sweep", "max-num-batched-tokens=1.5K..2K"], "expected token counts such as 8192, 8k or 8K"),
+    # json.loads raises RecursionError and int()'s ValueError past JSONDecodeError: both were tracebacks.
+    (["--speculative-config", "[" * 3000 + "]" * 3000], "not valid JSON: arrays or objects nested too deep"),
+    (["--speculative-config", '{"num_speculative_tokens": ' + "9" * 5000 + "}"], "more than 4,300 digits"),
+    (["--kv-transfer-config", "[" + "1," * 500 + "1]"], "... (1,003 characters)"),
 ]
 
 
-@pytest.mark.parametrize(("args", "message"), BAD_INPUT, ids=[" ".join(a) for a, _ in BAD_INPUT])
+@pytest.mark.parametrize(("args", "message"), BAD_INPUT, ids=[" ".join(a)[:60] for a, _ in BAD_INPUT])
 def test_bad_input_is_one_line_and_exit_2(capsys, args, message):
     try:
         status = main(["check", *args])
@@ -199,6 +203,21 @@ def test_bad_input_is_one_line_and_exit_2(capsys, args, message):
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], captured.err
     assert "Traceback" not in captured.err
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"a": ' * 3000 + "1" + "}" * 3000, "not valid JSON: arrays or objects nested too deep"),
+        ('{"num_hidden_layers": ' + "9" * 5000 + "}", "not valid JSON: an integer with more than 4,300 digits"),
+    ],
+    ids=["nested", "huge-integer"],
+)
+def test_a_config_json_that_json_cannot_read_is_one_line(capsys, tmp_path, text, message):
+    config = tmp_path / "config.json"
+    config.write_text(text)
+    assert main(["check", "--model", str(config)]) == 2
+    assert capsys.readouterr().err == f"gridproof: error: --model {config}: {message}\n"
 
 
 EAGLE_3 = '{"method": "eagle", "num_speculative_tokens": 3}'

@@ -266,6 +266,13 @@ def test_an_out_directory_that_cannot_be_made_is_refused_before_the_mining(capsy
     assert err == f"gridproof: error: --out: cannot make {tmp_path / 'a-file' / 'cases'}: Not a directory\n"
 
 
+def test_files_in_the_out_directory_that_are_not_cases_are_passed_over(tmp_path):
+    (tmp_path / "binary.json").write_bytes(bytes(range(256)))
+    (tmp_path / "nested.json").write_text("[" * 100_000 + "]" * 100_000)
+    (tmp_path / "huge.json").write_text("9" * 5000)
+    assert load_corpus(tmp_path) == {}
+
+
 def test_bad_view_from_the_shell():
     result = gridproof("mine", HEADLINE, "--view", "import os")
     assert result.returncode == 2 and result.stdout == ""

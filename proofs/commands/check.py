@@ -15,6 +15,7 @@ from pathlib import Path
 
 from models.deploy import ServeFlags, geometry_toml, resolve_deployment, token_flag
 from models.errors import GridproofError
+from models.files import parse_json
 from models.geometry import MAX_TOKENS
 from models.hf_config import KV_CACHE_DTYPES, SSM_CACHE_DTYPES, builtin_model_names, load_model
 from models.variants import get_variant
@@ -68,13 +69,18 @@ readable_token_count = _bounded(_readable_tokens, MAX_TOKENS, INT32)
 readable_model_len = _bounded(functools.partial(_readable_tokens, auto=True), MAX_TOKENS, INT32)
 
 
+def _shortened(text: str, at_most: int = 80) -> str:
+    """`text` quoted, cut to `at_most` characters: an error stays one readable line."""
+    return repr(text) if len(text) <= at_most else f"{text[:at_most]!r}... ({len(text):,} characters)"
+
+
 def _json_object(text: str) -> dict:
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as error:
+        value = parse_json(text)
+    except ValueError as error:
         raise argparse.ArgumentTypeError(f"not valid JSON: {error}") from None
     if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {_shortened(text)}")
     return value
 
 

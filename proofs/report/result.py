@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from models.errors import GridproofError
-from models.files import read_user_text
+from models.files import parse_json, read_user_text
 from models.variants import VARIANTS
 from proofs.report.shape import Fields, ListOf, MapOf, Optional, ShapeError, check_shape
 
@@ -98,18 +98,14 @@ def load_result(path: str | Path) -> dict:
     path = Path(path)
     text = read_user_text(path, "a result written by `gridproof prove --json`")
     try:
-        data = json.loads(text, parse_constant=_no_constant)
+        data = parse_json(text, parse_constant=_no_constant)
     except json.JSONDecodeError as error:
         problem = error.msg.removesuffix(" starting at").lower()
         raise ReportError(
             f"{path}: not valid JSON at line {error.lineno}, column {error.colno}: {problem} (truncated?)"
         ) from None
-    except _ConstantError as error:
+    except ValueError as error:
         raise ReportError(f"{path}: not usable JSON: {error}") from None
-    except ValueError:  # json converts integers with int(), which refuses more than 4300 digits
-        raise ReportError(f"{path}: not usable JSON: an integer with more than 4,300 digits") from None
-    except RecursionError:
-        raise ReportError(f"{path}: not usable JSON: arrays or objects nested too deep") from None
     check_result(data, str(path))
     return data
 
