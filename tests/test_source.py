@@ -113,6 +113,15 @@ def test_the_command_refuses_a_path_without_vllm(tmp_path, capsys):
     assert len(err) == 1 and "no vLLM package there" in err[0]
 
 
+@pytest.mark.parametrize("version", ["*", "../../etc", "0.33", "0.33.0 "])
+def test_a_release_name_is_checked_before_the_wheel_cache_or_pip_reads_it(version, capsys):
+    # "*" was globbed in the wheel cache and took any release's wheel; "0.33" was downloaded as 0.33.0
+    # and then not found; "../../etc" reached pip as a path.
+    assert main(["source", "--vllm-version", version]) == 2
+    err = capsys.readouterr().err
+    assert err == f"gridproof: error: --vllm-version: expected a release such as 0.33.0, got {version!r}\n"
+
+
 def test_the_command_reads_the_helpers_of_the_installed_release(capsys):
     assert main(["source", "--function", "checkpoint_position", "--json"]) == 0
     out = capsys.readouterr().out

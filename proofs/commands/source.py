@@ -31,10 +31,9 @@ def add_parser(sub) -> None:
 
 
 def _source(spec: str):
-    from proofs.source.releases import source_for
+    from proofs.source.releases import is_release, source_for
 
-    looks_like_version = all(part.isdigit() for part in spec.split(".")) and spec.count(".") >= 1
-    return source_for(version=spec) if looks_like_version else source_for(path=spec)
+    return source_for(version=spec) if is_release(spec) else source_for(path=spec)
 
 
 def run(args: argparse.Namespace) -> int:

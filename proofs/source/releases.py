@@ -5,6 +5,7 @@ never installed)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,17 @@ WHEEL_CACHE = Path(
 )
 
 
+# A release as the package index names it (0.33.0, 0.6.3.post1, 0.11.0rc2): checked before the name is
+# globbed in the wheel cache or given to pip, where "*" would match any cached wheel and "../x" a path.
+# Three numbers at least, as vLLM numbers its releases and names its wheels (pip would take 0.33 for
+# 0.33.0, whose wheel is not named 0.33).
+RELEASE = re.compile(r"\d+\.\d+(\.\d+)+((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?")
+
+
+def is_release(text: str) -> bool:
+    return RELEASE.fullmatch(text) is not None
+
+
 def source_for(path: str | None = None, version: str | None = None, download: bool = True) -> VllmSource:
     if path is not None:
         return VllmSource.from_path(path)
@@ -26,6 +38,8 @@ def source_for(path: str | None = None, version: str | None = None, download: bo
         if installed is None:
             raise SourceError("no vLLM installed: give --vllm PATH or --vllm-version X.Y.Z")
         return installed
+    if not is_release(version):
+        raise SourceError(f"--vllm-version: expected a release such as 0.33.0, got {version!r}")
     if installed is not None and installed.version() == version:
         return installed
     wheel = cached_wheel(version)
@@ -47,7 +61,11 @@ def _download(version: str) -> Path:
     command = [sys.executable, "-m", "pip", "download", f"vllm=={version}", "--no-deps", "-q", "-d", str(WHEEL_CACHE)]
     done = subprocess.run(command, capture_output=True, text=True)
     wheel = cached_wheel(version)
-    if done.returncode != 0 or wheel is None:
-        last = (done.stderr.strip().splitlines() or ["no wheel found"])[-1]
-        raise SourceError(f"vLLM {version}: download failed: {last}")
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines() or ["pip gave no reason"]
+        # pip's reason, not a warning printed after it
+        reason = next((line for line in reversed(lines) if line.startswith("ERROR:")), lines[-1])
+        raise SourceError(f"vLLM {version}: download failed: {reason.removeprefix('ERROR: ')}")
+    if wheel is None:
+        raise SourceError(f"vLLM {version}: pip downloaded no wheel named vllm-{version}-*.whl")
     return wheel
