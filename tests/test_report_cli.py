@@ -110,6 +110,25 @@ def test_bad_input_is_one_line_and_exit_2(args, report_dir, tmp_path, capsys):
     assert err.startswith("gridproof: error: ") and err.count("\n") == 1, err
 
 
+@pytest.mark.parametrize(
+    ("where", "text", "message"),
+    [
+        ("reason", "bad\x01", "entries[0].reason: holds U+0001, a control character, which no result holds"),
+        ("statement", "\x1b[31m", "entries[0].statement: holds U+001B, a control character, which no result holds"),
+        ("reason", "half \ud800", "entries[0].reason: holds U+D800, a lone surrogate, which no result holds"),
+    ],
+)
+@pytest.mark.parametrize("form", ["html", "junit", "md"])
+def test_a_string_no_report_can_write_is_one_line(result, tmp_path, capsys, where, text, message, form):
+    # JSON spells both (\u0001, \ud800): the writers raised UnicodeEncodeError, or wrote XML no reader parses.
+    edited = json.loads(json.dumps(result))
+    edited["entries"][0][where] = text
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(edited))
+    assert main(["report", str(path), "--format", form]) == 2
+    assert capsys.readouterr().err == f"gridproof: error: {path}: {message}\n"
+
+
 def test_against_itself_is_clean(report_dir, capsys):
     assert main(["prove", "--theorem", THEOREM, "--against", str(report_dir / "result.json")]) == 0
     assert "no regression" in capsys.readouterr().out

@@ -8,6 +8,7 @@ result file alone.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -107,15 +108,34 @@ def load_result(path: str | Path) -> dict:
     except ValueError as error:
         raise ReportError(f"{path}: not usable JSON: {error}") from None
     check_result(data, str(path))
+    _check_text(data, str(path))
     return data
 
 
-class _ConstantError(ValueError):
-    pass
-
-
 def _no_constant(name: str):
-    raise _ConstantError(f"{name} is not a number a result holds")
+    raise ValueError(f"{name} is not a number a result holds")
+
+
+# What no string of a result holds: control characters other than tab and line ends (invalid in JUnit's
+# XML), and lone surrogates, which JSON's \ud800 spells and no UTF-8 report can write.
+_NOT_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff]")
+
+
+def _check_text(data, where: str) -> None:
+    """Every string of `data`, keys included, is text a report can write; else one line naming it."""
+    pending = [(data, where)]
+    while pending:
+        value, at = pending.pop()
+        if isinstance(value, str):
+            found = _NOT_TEXT.search(value)
+            if found:
+                kind = "a lone surrogate" if "\ud800" <= found.group() <= "\udfff" else "a control character"
+                raise ReportError(f"{at}: holds U+{ord(found.group()):04X}, {kind}, which no result holds")
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                pending += [(key, f"{at} (a key)"), (item, f"{at}.{key}" if at != where else f"{at}: {key}")]
+        elif isinstance(value, list):
+            pending += [(item, f"{at}[{i}]") for i, item in enumerate(value)]
 
 
 def check_result(data, where: str = "result") -> None:
