@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib
 import os
@@ -107,8 +108,9 @@ def _interrupted(as_the_command: bool) -> int:
         for child in multiprocessing.active_children():
             child.terminate()
             child.join(1)
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError, AttributeError):  # a full disk, a closed stream
+                stream.flush()
         os._exit(status)
     return status
 
