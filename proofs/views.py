@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from models import arith
-from models.errors import GridproofError
+from models.errors import GridproofError, quoted
 
 INT, BOOL = "int", "bool"
 
@@ -86,21 +86,40 @@ def compile_view(
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as error:
-        raise ViewError(f"--view {text!r}: not an expression: {error.msg}") from None
+        problem = "an integer with more than 4,300 digits" if "integer string conversion" in error.msg else error.msg
+        raise ViewError(f"--view {quoted(text)}: not an expression: {problem}") from None
+    except (RecursionError, MemoryError):  # Python's parser, on operators nested thousands deep
+        raise ViewError(f"--view {quoted(text)}: nested more than {MAX_DEPTH} deep") from None
+    if _depth(tree.body) > MAX_DEPTH:
+        raise ViewError(f"--view {quoted(text)}: nested more than {MAX_DEPTH} deep")
     names = {**dict(kinds), **{n: INT for n in derived}}
     compute, kind = _compile(tree.body, names, text)
     if kind != BOOL:
         raise ViewError(
-            f"--view {text!r}: a view must be a condition (a comparison, a Boolean input, and/or/not), "
+            f"--view {quoted(text)}: a view must be a condition (a comparison, a Boolean input, and/or/not), "
             "not an integer expression"
         )
     normal = ast.unparse(tree.body)
     return View(text=normal, label=label or normal, _compute=compute, _derive=derive if derived else None)
 
 
+# A view is compiled and evaluated by recursion over its expression, so its depth is bounded well
+# inside Python's recursion limit; a condition a person writes is a few levels deep.
+MAX_DEPTH = 100
+
+
+def _depth(tree: ast.AST) -> int:
+    deepest, pending = 0, [(tree, 1)]
+    while pending:
+        node, depth = pending.pop()
+        deepest = max(deepest, depth)
+        pending += [(child, depth + 1) for child in ast.iter_child_nodes(node)]
+    return deepest
+
+
 def _compile(node: ast.AST, names: dict[str, str], text: str) -> tuple[Callable[[dict], object], str]:
     def fail(problem: str) -> ViewError:
-        return ViewError(f"--view {text!r}: {problem}")
+        return ViewError(f"--view {quoted(text)}: {problem}")
 
     if isinstance(node, ast.Constant):
         value = node.value
@@ -159,5 +178,5 @@ def _operand(node, names, text, want: str, where: str):
     compute, kind = _compile(node, names, text)
     if kind != want:
         wanted, got = ("a condition", "an integer") if want == BOOL else ("an integer", "a condition")
-        raise ViewError(f"--view {text!r}: {where} needs {wanted}, got {got}")
+        raise ViewError(f"--view {quoted(text)}: {where} needs {wanted}, got {got}")
     return compute

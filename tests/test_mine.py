@@ -232,6 +232,10 @@ def test_a_view_reads_the_same_on_ints_and_in_z3():
         ([HEADLINE, "--max", "-3"], "--max: must be a positive integer"),
         ([HEADLINE, "--max", "two"], "--max: expected a positive integer"),
         ([HEADLINE, "--view", "budget0 <"], "not an expression"),
+        # Compiled and evaluated by recursion: Python's parser or the compiler raised RecursionError.
+        ([HEADLINE, "--view", "not " * 5000 + "budget0 > 1"], "(20,011 characters): nested more than 100 deep"),
+        ([HEADLINE, "--view", "+".join(["budget0"] * 3000) + " > 1"], "nested more than 100 deep"),
+        ([HEADLINE, "--view", "budget0 > " + "9" * 5000], "not an expression: an integer with more than 4,300 digits"),
         ([HEADLINE, "--view", "__import__('os').system('true')"], "Call is not allowed"),
         ([HEADLINE, "--view", "prompt.real > 1"], "Attribute is not allowed"),
         ([HEADLINE, "--view", "nosuch > 1"], "unknown name 'nosuch'"),

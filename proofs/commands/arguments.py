@@ -11,7 +11,7 @@ import argparse
 import math
 import sys
 
-from models.errors import GridproofError
+from models.errors import GridproofError, quoted
 from models.variants import BASELINE, VARIANTS
 from proofs.mutation.handwritten import resolve
 
@@ -64,7 +64,7 @@ def _integer(text: str, kind: str) -> int:
     try:
         return int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected {kind}, got {_shown(text)}") from None
+        raise argparse.ArgumentTypeError(f"expected {kind}, got {quoted(text, 40)}") from None
 
 
 def positive_integer(text: str) -> int:
@@ -116,7 +116,7 @@ def budgets(text: str) -> list[int]:
             value = int(part)
         except ValueError:
             raise argparse.ArgumentTypeError(
-                f"expected an integer or a comma-separated list; {_shown(part)} is not an integer{where}"
+                f"expected an integer or a comma-separated list; {quoted(part, 40)} is not an integer{where}"
             ) from None
         if value <= 0:
             raise argparse.ArgumentTypeError(f"every budget must be a positive integer; got {value}{where}")
@@ -127,7 +127,7 @@ def percentage(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a percentage such as 50, got {_shown(text)}") from None
+        raise argparse.ArgumentTypeError(f"expected a percentage such as 50, got {quoted(text, 40)}") from None
     if not (value >= 0 and math.isfinite(value)):
         raise argparse.ArgumentTypeError(f"must be a non-negative number, got {text!r}")
     return value
@@ -147,7 +147,3 @@ def variant_names(text: str) -> str:
     for name in text.split(","):
         variant_name(name)
     return text
-
-
-def _shown(text: str) -> str:
-    return repr(text) if len(text) <= 40 else f"{text[:37]!r}... ({len(text)} characters)"

@@ -14,7 +14,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from models.deploy import ServeFlags, geometry_toml, resolve_deployment, token_flag
-from models.errors import GridproofError
+from models.errors import GridproofError, quoted
 from models.files import parse_json
 from models.geometry import MAX_TOKENS
 from models.hf_config import KV_CACHE_DTYPES, SSM_CACHE_DTYPES, builtin_model_names, load_model
@@ -56,10 +56,10 @@ def _readable_tokens(text: str, auto: bool = False) -> int | None:
         value = token_flag(text, auto)
     except ValueError as error:
         raise argparse.ArgumentTypeError(
-            f"expected a token count such as 8192, 8k or 8K, got {text!r}: {error}"
+            f"expected a token count such as 8192, 8k or 8K, got {quoted(text)}: {error}"
         ) from None
     if value is not None and value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive token count, got {text!r} ({value:,})")
+        raise argparse.ArgumentTypeError(f"must be a positive token count, got {quoted(text)} ({value:,})")
     return value
 
 
@@ -69,18 +69,13 @@ readable_token_count = _bounded(_readable_tokens, MAX_TOKENS, INT32)
 readable_model_len = _bounded(functools.partial(_readable_tokens, auto=True), MAX_TOKENS, INT32)
 
 
-def _shortened(text: str, at_most: int = 80) -> str:
-    """`text` quoted, cut to `at_most` characters: an error stays one readable line."""
-    return repr(text) if len(text) <= at_most else f"{text[:at_most]!r}... ({len(text):,} characters)"
-
-
 def _json_object(text: str) -> dict:
     try:
         value = parse_json(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"not valid JSON: {error}") from None
     if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"expected a JSON object, got {_shortened(text)}")
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {quoted(text)}")
     return value
 
 
@@ -117,7 +112,7 @@ def _sweep(text: str) -> tuple[str, list[int]]:
         else:
             numbers = [number(v) for v in values.split(",")]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected {kind} in {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected {kind} in {quoted(text)}") from None
     if not numbers or any(v < 0 for v in numbers):
         raise argparse.ArgumentTypeError(f"expected a non-empty range of non-negative integers, got {values!r}")
     if max(numbers) > MAX_TOKENS:
