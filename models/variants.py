@@ -11,7 +11,7 @@ from __future__ import annotations
 from models.engines import Variant, pr457, vllm_0_33
 from models.engines.pr457 import PR457, PR457_GUARDED
 from models.engines.vllm_0_33 import BASELINE
-from models.errors import GridproofError
+from models.errors import GridproofError, did_you_mean
 
 ENGINES = (vllm_0_33, pr457)
 VARIANTS: dict[str, Variant] = {v.name: v for engine in ENGINES for v in engine.VARIANTS}
@@ -26,4 +26,4 @@ class UnknownVariantError(GridproofError):
 def get_variant(name: str) -> Variant:
     if name in VARIANTS:
         return VARIANTS[name]
-    raise UnknownVariantError(f"unknown variant {name!r} (known: {', '.join(VARIANTS)})")
+    raise UnknownVariantError(f"unknown variant {name!r}{did_you_mean(name, VARIANTS)} (known: {', '.join(VARIANTS)})")

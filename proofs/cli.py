@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import ctypes
 import importlib
@@ -27,10 +28,31 @@ def build_parser(command: str | None = None) -> Parser:
         prog="gridproof",
         description="Prove where a hybrid model's recurrent checkpoints land, for vLLM 0.33.0 and PR457.",
     )
+    parser.add_argument("--version", action=_Version, help="show gridproof's version and its solvers', and exit")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS if command is None else (command,):
         importlib.import_module(f"proofs.commands.{name}").add_parser(sub)
     return parser
+
+
+class _Version(argparse.Action):
+    """--version: gridproof's version and its solvers', as installed; read only when asked for."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None) -> None:
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        from importlib import metadata
+
+        def version(package: str) -> str:
+            try:
+                return metadata.version(package)
+            except metadata.PackageNotFoundError:
+                return "not installed"
+
+        solvers = f"z3-solver {version('z3-solver')}, cvc5 {version('cvc5')}"
+        print(f"gridproof {version('gridproof')} ({solvers})")
+        parser.exit()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,7 +34,7 @@ from enum import Enum
 import z3
 
 from models import arith
-from models.errors import GridproofError
+from models.errors import GridproofError, did_you_mean
 from models.variants import Variant
 from proofs.catalog import CATALOGUE, Obligation, Theorem
 from proofs.catalog.base import GEOMETRY_VARS, deployment
@@ -306,7 +306,9 @@ class Miner:
         found: Callable[[int, Found, list], None] | None = None,
     ) -> None:
         if theorem not in CATALOGUE:
-            raise MiningError(f"unknown theorem {theorem!r} (known: {', '.join(CATALOGUE)})")
+            raise MiningError(
+                f"unknown theorem {theorem!r}{did_you_mean(theorem, CATALOGUE)} (known: {', '.join(CATALOGUE)})"
+            )
         if max_classes is not None and max_classes <= 0:
             raise MiningError(f"--max: must be a positive integer, got {max_classes}")
         if rlimit <= 0:

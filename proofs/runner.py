@@ -17,7 +17,7 @@ from pathlib import Path
 
 import z3
 
-from models.errors import GridproofError
+from models.errors import GridproofError, did_you_mean
 from models.variants import VARIANTS
 from proofs import edges, inputs_read, interrupts, needed
 from proofs.catalog import CATALOGUE, Obligation, Theorem
@@ -687,7 +687,9 @@ def plan_runs(manifest: dict[str, Expectation], theorem: str | None, variant: st
     """The selected obligations in manifest order; `variant` may name several,
     comma-separated."""
     if theorem is not None and theorem not in CATALOGUE:
-        raise ManifestError(f"unknown theorem {theorem!r} (known: {', '.join(CATALOGUE)})")
+        raise ManifestError(
+            f"unknown theorem {theorem!r}{did_you_mean(theorem, CATALOGUE)} (known: {', '.join(CATALOGUE)})"
+        )
     wanted = None if variant is None else variant.split(",")
     for name in wanted or ():
         resolve(name)

@@ -28,3 +28,9 @@ def test_the_whole_parser_names_every_command_and_a_named_one_its_own():
 
     assert commands(build_parser()) == list(COMMANDS)
     assert commands(build_parser("report")) == ["report"]
+
+
+def test_version_names_gridproof_and_its_solvers():
+    run = subprocess.run([sys.executable, "-m", "proofs.cli", "--version"], capture_output=True, text=True)
+    assert run.returncode == 0
+    assert run.stdout.startswith("gridproof 0.") and "z3-solver 5." in run.stdout and "cvc5 " in run.stdout

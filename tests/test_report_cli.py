@@ -216,3 +216,19 @@ def test_a_closed_pipe_is_quiet(report_dir):
         os.close(write_end)
     assert writer.stderr == "", writer.stderr
     assert writer.returncode == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "hint"),
+    [
+        (["prove", "--variant", "basline"], "unknown variant 'basline'; did you mean 'baseline'?"),
+        (["prove", "--variant", "mutant:lcp-off-by-on"], "did you mean 'mutant:lcp-off-by-one'?"),
+        (["prove", "--theorem", "split-bound"], "unknown theorem 'split-bound'; did you mean 'split-bounds'?"),
+        (["check", "--model", "kimi-k3", "--variant", "pr457-guardd"], "did you mean 'pr457-guarded'?"),
+    ],
+)
+def test_a_misspelt_name_is_answered_with_the_closest_known(args, hint, capsys):
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and hint in err, err
+    assert "mutant:stop-at-start" not in err  # the hand mutants are counted, not listed

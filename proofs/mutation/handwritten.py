@@ -8,6 +8,7 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
+from models.errors import did_you_mean
 from models.variants import BASELINE, PR457_GUARDED, VARIANTS, UnknownVariantError, Variant
 from proofs.mutation.patch import Patch, applied
 
@@ -748,7 +749,10 @@ def mutant_of(name: str) -> Mutant | None:
         return None
     if name.startswith(PREFIX) and name[len(PREFIX) :] in MUTANTS:
         return MUTANTS[name[len(PREFIX) :]]
-    raise UnknownVariantError(f"unknown variant {name!r} (known: {', '.join(known_names())})")
+    raise UnknownVariantError(
+        f"unknown variant {name!r}{did_you_mean(name, known_names())} (known: {', '.join(VARIANTS)}, or "
+        f"{PREFIX}NAME for one of the {len(MUTANTS)} hand mutants in proofs/mutation/handwritten.py)"
+    )
 
 
 def resolve(name: str) -> Variant:
