@@ -1,4 +1,5 @@
-"""The one error every gridproof failure on bad input derives from.
+"""The one error every gridproof failure on bad input derives from, and the
+helpers that keep its messages one readable line.
 
 Its message is one line naming the file, field or flag and the problem; the
 command line prints it after `gridproof: error:` and exits with status 2.
@@ -21,6 +22,6 @@ def quoted(text: str, at_most: int = 80) -> str:
 
 
 def did_you_mean(name: str, known: Iterable[str]) -> str:
-    """ "; did you mean 'X'?" for the known name closest to a misspelt `name`, or nothing."""
+    """The hint `; did you mean 'X'?` for the known name closest to a misspelt `name`, or nothing."""
     close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
