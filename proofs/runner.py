@@ -505,6 +505,7 @@ def _stating_first(obligations, variant, conjuncts: tuple[str, ...]) -> tuple:
         try:
             return set(obligation.formula(variant, ones).conjuncts)
         except Exception:  # read symbolically, the obligation says what is wrong with it
+            interrupts.raise_if_requested()  # not an interrupt that ctypes wrapped
             return set()
 
     return tuple(sorted(obligations, key=lambda o: not names(o) & set(conjuncts)))

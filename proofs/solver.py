@@ -227,6 +227,7 @@ def decide(
         with _global_parameters(options.z3_parameters):
             outcome = problem.decide()
     except Exception as error:  # an encoding bug must surface as ERROR, never as a verdict
+        interrupts.raise_if_requested()  # not an interrupt that ctypes wrapped
         outcome = Outcome(ERROR, reason=f"{type(error).__name__}: {error}")
     budget.charge()
     outcome.rlimit = budget.used
@@ -247,6 +248,7 @@ def query_text(formula: Formula, variables: Sequence[Var], variant) -> str:
     try:
         encoding = _Encoding(problem, {})
     except Exception as error:  # a reading that raises (decided, it is ERROR): the text names the error
+        interrupts.raise_if_requested()  # not an interrupt that ctypes wrapped
         return f"{type(error).__name__}: {error}"
     query = encoding.solver(tracked=True, lemmas=False)
     covers = [z3.Bool(f"cover:{name}", context) == _bool(c, context) for name, c in encoding.claim.covers.items()]

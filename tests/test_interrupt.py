@@ -88,3 +88,21 @@ def test_an_interrupt_inside_a_z3_call_is_an_interrupt(monkeypatch, capsys):
     monkeypatch.setattr(simulate, "run", raising(ctypes.ArgumentError("argument 1: TypeError: wrong")))
     with pytest.raises(ctypes.ArgumentError):
         cli.main(["simulate", "kimi-k3-tp16-dcp16"])
+
+
+def test_an_interrupt_that_ctypes_wrapped_is_not_an_error_verdict(monkeypatch):
+    """A broad `except Exception` that turns a fault into an ERROR verdict also
+    catches ctypes.ArgumentError, which is how an interrupt landing in a Z3
+    call's argument conversion arrives; once a stop is requested it is raised.
+    `source` once finished its run so, to exit 1 on the ERROR it made."""
+    from proofs import interrupts
+    from proofs.solver import decide
+
+    def wrapped_interrupt(formula, variables, variant):
+        raise ctypes.ArgumentError("argument 1: KeyboardInterrupt: ")
+
+    assert decide(wrapped_interrupt, (), None).verdict == "ERROR"  # no stop requested: a fault
+    monkeypatch.setattr(interrupts, "REQUESTED", interrupts.threading.Event())
+    interrupts.REQUESTED.set()
+    with pytest.raises(KeyboardInterrupt):
+        decide(wrapped_interrupt, (), None)

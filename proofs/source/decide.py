@@ -19,6 +19,7 @@ import z3
 
 from models import arith
 from models.variants import BASELINE
+from proofs import interrupts
 from proofs.solver import ERROR, PROVED, QUERY_PARAMETERS, REFUTED, UNKNOWN, Kind, replay, symbolic_inputs
 from proofs.source import reading
 from proofs.source.equivalence import Subject, exploring_under
@@ -48,6 +49,7 @@ def equivalence(subject: Subject, left, right=None, rlimit: int = PATH_RLIMIT) -
     except reading.UnknownReading as refusal:
         verdict = Verdict(UNKNOWN, reason=f"the executor refused: {refusal}")
     except Exception as error:  # an executor bug surfaces as ERROR, never as a verdict
+        interrupts.raise_if_requested()  # not an interrupt that ctypes wrapped
         verdict = Verdict(ERROR, reason=f"{type(error).__name__}: {error}")
     verdict.seconds = time.perf_counter() - started
     return verdict

@@ -17,6 +17,7 @@ import ast
 
 import z3
 
+from proofs import interrupts
 from proofs.source import paths
 from proofs.source.proxy import SymBool, SymInt, term, wrap
 
@@ -44,6 +45,7 @@ def _under(condition: z3.BoolRef, thunk):
         try:
             return thunk(), None
         except Exception as error:  # re-raised below when the side is taken
+            interrupts.raise_if_requested()  # not an interrupt that ctypes wrapped
             return None, error
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import z3
 
 from models import arith
+from proofs import interrupts
 
 CHECK_RLIMIT = 2_000_000  # per feasibility check
 # per pruned check: small queries; a larger budget let one nonlinear check
@@ -258,6 +259,7 @@ def explore(
         except (_Infeasible, Unreachable):
             path = None
         except Exception as error:  # what the shipped code raised is a result
+            interrupts.raise_if_requested()  # not an interrupt that ctypes wrapped
             kind = classify(error)
             if kind is None:
                 raise

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 import time
 
+from proofs import interrupts
 from proofs.solver import PROVED, REFUTED
 from proofs.source import crashes
 from proofs.source import theorems as split_theorems
@@ -42,6 +43,7 @@ def check(source: VllmSource, names=DEFAULT_FUNCTIONS, progress=True, theorems=T
     started = time.perf_counter()
     result = {"source": source.label, "version": source.version(), "functions": {}}
     for name in names:
+        interrupts.raise_if_requested()  # between functions: where a dropped interrupt stops the run
         if progress:
             print(f"source: {name} ...", file=sys.stderr, flush=True)
         entry = result["functions"][name] = {"qualname": ".".join(TARGETS[name])}
