@@ -4,12 +4,10 @@ A missing vLLM makes each conformance test error (never skip): run
 tests/install-conformance.sh first.
 """
 
-import importlib
-
 import pytest
 
 from conformance import tally
-from proofs.real_vllm import quietly
+from conformance.recorded import READERS, load_reader
 
 
 def _real(module: str, name: str):
@@ -17,18 +15,13 @@ def _real(module: str, name: str):
 
     @pytest.fixture(scope="session")
     def fixture():
-        return quietly(getattr(importlib.import_module(f"proofs.real_vllm.{module}"), name))
+        return load_reader(module, name)
 
     return fixture
 
 
-real_split = _real("split", "RealSplit")
-real_config = _real("config", "RealConfig")
-real_speculation = _real("speculation", "RealSpeculation")
-real_mtp = _real("speculation", "RealMtpLayers")
-real_offload = _real("offload", "RealOffload")
-real_token_flag = _real("flags", "RealTokenFlag")
-real_state = _real("state", "RealStateTensors")
+# One session fixture per reader, named as READERS names it (real_split, real_config, ...).
+globals().update({fixture: _real(*where) for fixture, where in READERS.items()})
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import itertools
 import json
 import random
@@ -243,6 +244,27 @@ def _returned(function, *arguments):
         return None
 
 
+# The real vLLM's readers, by the name of the session fixture that holds each
+# (tests/conformance/conftest.py), in the order `record` takes them: the module of
+# proofs.real_vllm and the class, whose construction loads vLLM.
+READERS = {
+    "real_split": ("split", "RealSplit"),
+    "real_config": ("config", "RealConfig"),
+    "real_speculation": ("speculation", "RealSpeculation"),
+    "real_mtp": ("speculation", "RealMtpLayers"),
+    "real_offload": ("offload", "RealOffload"),
+    "real_token_flag": ("flags", "RealTokenFlag"),
+    "real_state": ("state", "RealStateTensors"),
+}
+
+
+def load_reader(module: str, name: str):
+    """proofs.real_vllm.`module`.`name`, constructed with vLLM's own output kept quiet."""
+    from proofs.real_vllm import quietly
+
+    return quietly(getattr(importlib.import_module(f"proofs.real_vllm.{module}"), name))
+
+
 def record(real_split, real_config, real_speculation, real_mtp, real_offload, real_token_flag, real_state) -> dict:
     rng = random.Random(SEED)
     split_cases = _sample(rng, list(boundaries.split_cases()), SPLIT_BOUNDARY_CASES)
@@ -312,24 +334,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help=f"write {RECORDED} (default: print a summary)")
     args = parser.parse_args(argv)
-    from proofs.real_vllm import quietly
-    from proofs.real_vllm.config import RealConfig
-    from proofs.real_vllm.flags import RealTokenFlag
-    from proofs.real_vllm.offload import RealOffload
-    from proofs.real_vllm.speculation import RealMtpLayers, RealSpeculation
-    from proofs.real_vllm.split import RealSplit
-    from proofs.real_vllm.state import RealStateTensors
-
     print(f"loading vLLM {VERSION} ...", file=sys.stderr, flush=True)
-    recorded = record(
-        quietly(RealSplit),
-        quietly(RealConfig),
-        quietly(RealSpeculation),
-        quietly(RealMtpLayers),
-        quietly(RealOffload),
-        quietly(RealTokenFlag),
-        quietly(RealStateTensors),
-    )
+    recorded = record(*(load_reader(*where) for where in READERS.values()))
     counts = ", ".join(f"{k} {len(v['cases'])}" for k, v in recorded.items() if isinstance(v, dict))
     if args.write:
         Path(RECORDED).write_text(dumps(recorded), encoding="utf-8")

@@ -3,14 +3,12 @@ returns: recorded again here, they must equal the committed file."""
 
 import json
 
-from conformance.recorded import record
+from conformance.recorded import READERS, record
 from proofs.catalog.recorded import FUNCTIONS, RECORDED
 
 
-def test_recorded_answers_are_vllms(
-    real_split, real_config, real_speculation, real_mtp, real_offload, real_token_flag, real_state
-):
-    fresh = record(real_split, real_config, real_speculation, real_mtp, real_offload, real_token_flag, real_state)
+def test_recorded_answers_are_vllms(request):
+    fresh = record(*(request.getfixturevalue(fixture) for fixture in READERS))
     committed = json.loads(RECORDED.read_text(encoding="utf-8"))
     for name in FUNCTIONS:
         ours, theirs = committed[name], fresh[name]
