@@ -4,7 +4,9 @@ verdict that differs from the manifest or is not PROVED/REFUTED."""
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import dataclasses
+import gc
 import os
 import time
 from pathlib import Path
@@ -137,7 +139,7 @@ def _run_theorem_variants(
     # Mutants are read as they are decided: a patch that leaves a theorem's
     # claims alone is not one the manifest expects it to kill.
     twins = _Twins(theorem, seed)
-    with shared_queries(), exporting(export), claim_texts_kept():
+    with collector_held(), shared_queries(), exporting(export), claim_texts_kept():
         for variant, expected, rlimit, tier in variants:
             key = ""
             if cache:
@@ -173,6 +175,28 @@ def _run_theorem_variants(
                 cache.store(key, entry)
             entries.append(entry)
     return entries
+
+
+@contextlib.contextmanager
+def collector_held():
+    """Python's cyclic garbage collector, run once and then held off for the
+    block (one theorem's task). Z3 recycles the ids of the terms it frees,
+    and its search follows term ids: when the collector ran during a task
+    depended on everything the process had allocated before it, so the
+    same entry, decided after other tasks in one process (--jobs 1) or after
+    another worker's share (--jobs 2), could end a deletion check otherwise
+    and report other hypotheses (prefill-restore-safe: 32 or 33). Held off,
+    a task's terms are freed by reference counting alone, at the same
+    points whatever ran before, and a task starts with nothing collectable
+    left over. Its cycles wait for the collector until the task ends."""
+    enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class _Twins:

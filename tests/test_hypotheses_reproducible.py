@@ -1,0 +1,37 @@
+"""The hypotheses a proof reports are a function of its claim and the solver's
+options: the same whether the catalogue is decided in one process (--jobs 1)
+or shared among workers (--jobs 2), where a theorem is decided after
+whichever tasks its worker happened to take before it."""
+
+from __future__ import annotations
+
+from proofs.prove import run_catalogue
+
+# Every pr457-guarded entry of the ci tier: prefill-restore-safe among them,
+# whose deletion checks ended otherwise with the process's history (32 or 33
+# hypotheses used, three different sets in eight runs).
+SELECTION = {"variant": "pr457-guarded", "tier": "ci"}
+
+
+def _hypotheses(jobs: int) -> dict[tuple[str, str], tuple]:
+    result, _ = run_catalogue(**SELECTION, jobs=jobs, cache=None, export=False)
+    return {
+        (e["theorem"], e["variant"]): (
+            e["verdict"],
+            e["hypotheses_used"],
+            e["hypotheses_unconfirmed"],
+            e["hypotheses"],
+            e["rlimit"],
+        )
+        for e in result["entries"]
+    }
+
+
+def test_every_entry_reports_the_same_hypotheses_at_one_job_and_at_two():
+    one, two = _hypotheses(1), _hypotheses(2)
+    assert ("prefill-restore-safe", "pr457-guarded") in one
+    assert one.keys() == two.keys()
+    differ = {k: (one[k], two[k]) for k in one if one[k][:4] != two[k][:4]}
+    assert not differ
+    # The budget spent too: the very same search, not only the same answer.
+    assert {k: v[4] for k, v in one.items()} == {k: v[4] for k, v in two.items()}
