@@ -15,11 +15,15 @@ is a valid deployment and request.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
+import importlib
 import json
-import marshal
+import pkgutil
 import sys
 import time
+import types
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -215,10 +219,13 @@ DECIDING_PACKAGES = ("models", "proofs.catalog")
 
 
 def live_code_digest() -> str:
-    """sha256 over the code of every function and method of the loaded
-    modules of DECIDING_PACKAGES as they run now: a patch applied in this
-    process (a mutant) changes it, which a digest of the files would not
-    notice (the proof cache adds that one, runner.model_sources_hash)."""
+    """sha256 over the code of every function and method of every module of
+    DECIDING_PACKAGES as they run now: a patch applied in this process (a
+    mutant) changes it, which a digest of the files would not notice (the
+    proof cache adds that one). Every module is loaded first: a digest of
+    the modules loaded so far depended on what the process had imported
+    before, so one entry had two keys."""
+    _load_every_module()
     digest = hashlib.sha256()
     loaded = (m for m in sys.modules if any(m == p or m.startswith(f"{p}.") for p in DECIDING_PACKAGES))
     for name in sorted(loaded):
@@ -226,8 +233,37 @@ def live_code_digest() -> str:
         for attribute, value in sorted(vars(module).items()):
             for function in _functions(value, name):
                 digest.update(f"{name}.{attribute}".encode())
-                digest.update(marshal.dumps(function.__code__))
+                digest.update(_code_text(function.__code__))
     return digest.hexdigest()
+
+
+def _code_text(code: types.CodeType) -> bytes:
+    """A code object's bytecode, names and constants, nested code included, as
+    the same bytes in every process: marshal's bytes depend on the objects'
+    reference counts, and a frozenset's order on the string hash seed, so a
+    digest of marshal.dumps gave one entry another key in another process."""
+    parts = [code.co_code, repr((code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars)).encode()]
+    parts += [_constant_text(c) for c in code.co_consts]
+    return b"\0".join(parts)
+
+
+def _constant_text(value) -> bytes:
+    if isinstance(value, types.CodeType):
+        return b"code(" + _code_text(value) + b")"
+    if isinstance(value, tuple):
+        return b"(" + b",".join(_constant_text(v) for v in value) + b")"
+    if isinstance(value, frozenset):
+        return b"{" + b",".join(sorted(_constant_text(v) for v in value)) + b"}"
+    return repr(value).encode()
+
+
+@functools.cache
+def _load_every_module() -> None:
+    for package_name in DECIDING_PACKAGES:
+        package = importlib.import_module(package_name)
+        for module in pkgutil.walk_packages(package.__path__, f"{package_name}.", onerror=lambda _: None):
+            with contextlib.suppress(Exception):  # a module that fails to load runs in no decision
+                importlib.import_module(module.name)
 
 
 def _functions(value, module_name: str) -> list:

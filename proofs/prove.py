@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import contextvars
 import dataclasses
 import gc
 import os
+import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import z3
 
-from proofs.cache import ProofCache
+from proofs.cache import CacheError, ProofCache, Request
 from proofs.catalog import CATALOGUE
 from proofs.mutation.patch import PatchError
 from proofs.report.result import FORMAT as RESULT_FORMAT
@@ -29,7 +32,7 @@ from proofs.runner import (
     run_theorem,
     same_choices,
 )
-from proofs.solver import REFUTED, SolverOptions, exporting, shared_queries
+from proofs.solver import PROVED, REFUTED, SolverOptions, exporting, shared_queries
 from proofs.workers import process_pool
 
 
@@ -42,17 +45,35 @@ def run_catalogue(
     jobs=None,
     cache: Path | None = None,
     export: bool = True,
+    verify_cache: bool = False,
+    cache_named: bool = True,
 ) -> tuple[dict, list[Entry]]:
     """Decide the selected obligations, `jobs` at a time (default: one per
     core); the canonical result object and the entries, in catalogue order.
     `cache`: a proof cache directory (proofs/cache.py) to reuse entries from
-    and store them in; None decides everything. `export` False: the entries
-    need not carry every query their verdicts rest on (Entry.queries), for a
-    run that neither caches nor exports them."""
+    and store them in; None decides everything. `verify_cache`: every cached
+    PROVED is decided again. `cache_named` False (the default directory): a
+    cache that cannot be made or written is noted and the run goes on
+    without it; named, it is an error before any work. `export` False: the
+    entries need not carry every query their verdicts rest on
+    (Entry.queries), for a run that neither caches nor exports them."""
     manifest = load_manifest()
     runs = plan_runs(manifest, theorem, variant, tier)
+    use = _cache_use(cache, cache_named, verify_cache)
     started = time.perf_counter()
     entries: list[Entry | None] = [None] * len(runs)
+    noted: list[str] = []
+    counts = {"rejected": 0, "verified": 0}
+
+    def finished_task(members: list[int], task: TaskResult) -> None:
+        for line in task.notes:
+            if line not in noted:
+                noted.append(line)
+                note(line)
+        counts["rejected"] += task.rejected
+        counts["verified"] += task.verified
+        for i, entry in zip(members, task.entries, strict=True):
+            done(i, entry)
 
     def done(i: int, entry: Entry) -> None:
         entries[i] = entry
@@ -71,8 +92,8 @@ def run_catalogue(
             name,
             [(runs[i].variant, runs[i].expected, rlimit or runs[i].rlimit, runs[i].tier) for i in members],
             seed,
-            cache,
-            export or cache is not None,
+            use,
+            export or use is not None,
         )
         for name, members in groups.items()
     ]
@@ -80,8 +101,7 @@ def run_catalogue(
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks) or 1))
     if jobs == 1:
         for members, task in zip(indexes, tasks, strict=True):
-            for i, entry in zip(members, _run_theorem_variants(*task), strict=True):
-                done(i, entry)
+            finished_task(members, _run_theorem_variants(*task))
     else:
         # Separate processes: Z3 releases no lock a thread could use. The
         # theorems with slow-tier proofs start first, then the largest
@@ -90,8 +110,7 @@ def run_catalogue(
         with process_pool(jobs) as pool:
             futures = {pool.submit(_run_theorem_variants, *tasks[t]): t for t in order}
             for future in concurrent.futures.as_completed(futures):
-                for i, entry in zip(indexes[futures[future]], future.result(), strict=True):
-                    done(i, entry)
+                finished_task(indexes[futures[future]], future.result())
     progress("")
     result = {
         "format": RESULT_FORMAT,
@@ -104,9 +123,66 @@ def run_catalogue(
         "entries": [e.to_json() for e in entries],
         "failures": sum(not e.ok for e in entries),
     }
-    if cache is not None:
-        result["cache"] = {"directory": str(cache), "reused": sum(e.cached for e in entries)}
+    if use is not None:
+        result["cache"] = {
+            "directory": str(use.directory),
+            "reused": sum(e.cached for e in entries),
+            "rejected": counts["rejected"],
+            "verified": counts["verified"],
+            "writable": use.writable,
+            "notes": noted,
+        }
     return result, entries
+
+
+@dataclass(frozen=True)
+class CacheUse:
+    """How a run uses its proof cache, handed to every task."""
+
+    directory: Path
+    writable: bool = True
+    verify: bool = False
+
+
+@dataclass
+class TaskResult:
+    """One theorem's entries, and what its proof cache had to say."""
+
+    entries: list[Entry]
+    notes: list[str] = field(default_factory=list)
+    rejected: int = 0  # cached entries that failed a check, or a --verify-cache decision
+    verified: int = 0  # cached PROVED entries decided again (--verify-cache)
+
+
+def _cache_use(directory: Path | None, named: bool, verify: bool) -> CacheUse | None:
+    """The cache as the run can use it, checked before any work: a named
+    directory that cannot be made or written is an error; the default one is
+    left out, or read and not written, with a one-line note."""
+    if directory is None:
+        return None
+    try:
+        cache = ProofCache(directory)
+    except CacheError as error:
+        if named:
+            raise
+        problem = str(error).removeprefix(f"--cache: cannot use {directory}: ")
+        note(
+            f"no proof cache: cannot make {directory} ({problem}); every entry is decided and none stored "
+            "(--cache DIR names another)"
+        )
+        return None
+    problem = cache.probe()
+    if problem is not None:
+        if named:
+            raise CacheError(f"--cache: cannot write in {directory}: {problem}")
+        note(f"proof cache {directory} cannot be written ({problem}): entries are taken from it and none stored")
+    return CacheUse(Path(directory), writable=problem is None, verify=verify)
+
+
+def note(message: str) -> None:
+    """One line on stderr beside the progress lines (on a terminal, the status line is cleared first)."""
+    prefix = "\r\033[K" if sys.stderr.isatty() else ""
+    print(f"{prefix}gridproof: note: {message}", file=sys.stderr, flush=True)
 
 
 def _start_order(variants: list[tuple[str, str, int, str]], cases: int = 1) -> tuple[bool, int]:
@@ -127,30 +203,37 @@ def _run_theorem_variants(
     theorem: str,
     variants: list[tuple[str, str, int, str]],
     seed: int | None,
-    cache_directory: Path | None = None,
+    cache_use: CacheUse | None = None,
     export: bool = True,
-) -> list[Entry]:
+) -> TaskResult:
     """One theorem's selected variants in turn, (variant, expected, rlimit, tier) each.
     A variant whose claims read to the same queries as one decided before
     it (the variants the theorem does not tell apart) takes that entry."""
     entries: list[Entry] = []
     decided: list[str] = []  # in this task, not taken from the cache
-    cache = ProofCache(cache_directory) if cache_directory is not None else None
+    cache = ProofCache(cache_use.directory, writable=cache_use.writable) if cache_use is not None else None
+    verified = 0
     # Mutants are read as they are decided: a patch that leaves a theorem's
     # claims alone is not one the manifest expects it to kill.
     twins = _Twins(theorem, seed)
     with collector_held(), shared_queries(), exporting(export), claim_texts_kept():
         for variant, expected, rlimit, tier in variants:
-            key = ""
+            request = Request(theorem, variant, expected, rlimit, tier, seed)
+            lookup = None
             if cache:
                 try:
-                    key = cache.key(CATALOGUE[theorem], variant, expected, rlimit, tier, seed)
+                    lookup = cache.lookup(CATALOGUE[theorem], request)
                 except PatchError:
                     pass  # a stale hand mutant: run_theorem makes it an ERROR entry, which is not cached
-            entry = cache.load(key) if key else None
+            entry = lookup.entry if lookup is not None else None
+            rechecked = None
+            if entry is not None and cache_use.verify and entry.verdict == PROVED:
+                # A PROVED is the one part of an entry no replay checks: decided again.
+                rechecked, entry = entry, None
             if entry is not None:
                 entries.append(entry)
                 continue
+            collected()
             started = time.perf_counter()
             found = twins.find(variant, expected, rlimit)
             if found is not None:
@@ -171,32 +254,56 @@ def _run_theorem_variants(
                 # checks create terms), and a deletion check could end
                 # otherwise; so its command decides those variants first.
                 entry.reproduce = reproduce_command(theorem, decided, rlimit, seed)
-            if key:
-                cache.store(key, entry)
+            if rechecked is not None:
+                verified += 1
+                if entry.verdict != rechecked.verdict:
+                    cache.discard(lookup.key)
+                    cache.rejected += 1
+                    cache.notes.append(
+                        f"proof cache: {theorem} / {variant}: the cached PROVED, decided again (--verify-cache), "
+                        f"is {entry.verdict}"
+                    )
+            if lookup is not None:
+                cache.store(lookup.key, entry, request)
             entries.append(entry)
-    return entries
+    if cache is None:
+        return TaskResult(entries, verified=verified)
+    return TaskResult(entries, cache.notes, cache.rejected, verified)
 
 
 @contextlib.contextmanager
 def collector_held():
-    """Python's cyclic garbage collector, run once and then held off for the
-    block (one theorem's task). Z3 recycles the ids of the terms it frees,
-    and its search follows term ids: when the collector ran during a task
-    depended on everything the process had allocated before it, so the
-    same entry, decided after other tasks in one process (--jobs 1) or after
-    another worker's share (--jobs 2), could end a deletion check otherwise
-    and report other hypotheses (prefill-restore-safe: 32 or 33). Held off,
-    a task's terms are freed by reference counting alone, at the same
-    points whatever ran before, and a task starts with nothing collectable
-    left over. Its cycles wait for the collector until the task ends."""
+    """Python's cyclic garbage collector held off for the block (one
+    theorem's task), and run once before its first decision (`collected`).
+    Z3 recycles the ids of the terms it frees, and its search follows term
+    ids: when the collector ran during a task depended on everything the
+    process had allocated before it, so the same entry, decided after other
+    tasks in one process (--jobs 1) or after another worker's share
+    (--jobs 2), could end a deletion check otherwise and report other
+    hypotheses (prefill-restore-safe: 32 or 33). Held off, a task's terms
+    are freed by reference counting alone, at the same points whatever ran
+    before, and its decisions start with nothing collectable left over.
+    Its cycles wait for the collector until the task ends; a task whose
+    entries all come from the proof cache collects nothing."""
     enabled = gc.isenabled()
-    gc.collect()
     gc.disable()
+    token = _collected.set(False)
     try:
         yield
     finally:
+        _collected.reset(token)
         if enabled:
             gc.enable()
+
+
+_collected: contextvars.ContextVar[bool] = contextvars.ContextVar("gridproof_collected", default=True)
+
+
+def collected() -> None:
+    """Within collector_held, before a decision: the collector run once."""
+    if not _collected.get():
+        gc.collect()
+        _collected.set(True)
 
 
 class _Twins:
@@ -297,7 +404,11 @@ def render_table(entries, result) -> str:
         f"z3 {result['z3_version']}: {result['failures']} differ from the manifest or are not decided"
     )
     if "cache" in result:
-        lines.append(
-            f"{result['cache']['reused']} of {len(entries)} taken from the proof cache {result['cache']['directory']}"
-        )
+        used = result["cache"]
+        line = f"{used['reused']} of {len(entries)} taken from the proof cache {used['directory']}"
+        if used.get("verified"):
+            line += f"; {used['verified']} cached PROVED decided again (--verify-cache)"
+        if used.get("rejected"):
+            line += f"; {used['rejected']} failed a check and were decided again (the notes above)"
+        lines.append(line)
     return "\n".join(lines)

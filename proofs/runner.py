@@ -159,7 +159,7 @@ def _checked_in_refuted_alone() -> dict[str, dict[str, tuple[str, ...]]]:
     return {name: expectation.refuted_alone for name, expectation in load_manifest().items()}
 
 
-_NOT_IN_JSON = ("queries", "choices_read")
+_NOT_IN_JSON = ("queries", "choices_read", "witnesses")
 
 
 @dataclass
@@ -198,6 +198,10 @@ class Entry:
     # The variant's fields its decision read (ChoicesRead); None when not
     # decided in this process. Not in the JSON.
     choices_read: frozenset[str] | None = field(default=None, repr=False)
+    # The inputs at which each REFUTED ablation and goal conjunct alone was
+    # refuted ({"ablations": {hypothesis: inputs}, "conjuncts_alone": {name:
+    # inputs}}), for the proof cache to replay them. Not in the JSON.
+    witnesses: dict[str, dict[str, dict]] = field(default_factory=dict, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -394,11 +398,15 @@ def _run_theorem(
                 f"({found.verdict}: {found.reason})"
             )
     ablations = {}
+    witnesses: dict[str, dict[str, dict]] = {"ablations": {}, "conjuncts_alone": {}}
     if verdict == PROVED:
         for hypothesis in theorem.ablate:
             ablation = replace(run, refute_first=True, drop=frozenset([hypothesis]))
             dropped = [decide_obligation(o, variant, ablation, context, recorded) for o in theorem.obligations]
-            ablations[hypothesis] = REFUTED if any(d.verdict == REFUTED for d in dropped) else dropped[0].verdict
+            refuting = next((d for d in dropped if d.verdict == REFUTED), None)
+            ablations[hypothesis] = REFUTED if refuting is not None else dropped[0].verdict
+            if refuting is not None and refuting.counterexample:
+                witnesses["ablations"][hypothesis] = dict(refuting.counterexample)
             reused += sum(d.reused for d in dropped)
     conjuncts_alone = {}
     if verdict == REFUTED:
@@ -406,6 +414,8 @@ def _run_theorem(
         for name in conjuncts_refuted_alone(theorem.name, variant_name):
             alone, cost, shared = refuted_alone_verdict(theorem, name, variant, run, context, refuted, recorded)
             conjuncts_alone[name] = alone.verdict
+            if alone.verdict == REFUTED and alone.counterexample:
+                witnesses["conjuncts_alone"][name] = dict(alone.counterexample)
             spent += cost
             reused += shared
             if alone.verdict != REFUTED:
@@ -431,6 +441,7 @@ def _run_theorem(
         tier=tier,
         source=formula_location(theorem.obligations[0].formula),
         queries=_queries(outcomes, found if verdict == REFUTED and found is not None else None, theorem),
+        witnesses=witnesses,
     )
 
 

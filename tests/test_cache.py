@@ -5,10 +5,13 @@ exactly the entries whose queries read it. Counted, never timed."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from models import arith
 from proofs.cache import ProofCache
@@ -128,3 +131,366 @@ def test_a_default_cache_that_cannot_be_made_is_left_out_with_a_note(tmp_path, m
     err = capsys.readouterr().err
     assert f"gridproof: note: no proof cache: cannot make {tmp_path / 'a-file' / 'gridproof'} (Not a directory)" in err
     assert main(["prove", "--theorem", "split-bounds", "--cache", str(tmp_path / "a-file" / "x")]) == 2
+
+
+# --- a cache that cannot lie about what it was asked --------------------------------------------------
+
+MUTANT = "mutant:slot-off-by-one"  # prefill-state-slot's refuted mutant, with a goal conjunct refuted alone
+
+
+def _warm(cache: Path, capsys, *extra: str) -> dict:
+    assert main(["prove", "--theorem", THEOREM, "--cache", str(cache), "--json", "--jobs", "1", *extra]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _run(cache: Path, capsys, *extra: str) -> tuple[int, dict, str]:
+    status = main(["prove", "--theorem", THEOREM, "--cache", str(cache), "--json", "--jobs", "1", *extra])
+    captured = capsys.readouterr()
+    return status, json.loads(captured.out), captured.err
+
+
+def _entry_files(cache: Path) -> dict[str, Path]:
+    """Each entry file of the cache, by the variant its request names."""
+    return {json.loads(p.read_text())["request"]["variant"]: p for p in cache.glob("*.json")}
+
+
+def _notes(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("gridproof: note: proof cache")]
+
+
+def _not_replaying(values: dict) -> dict:
+    """Inputs of the mutant's obligation on which its claim does not fail: what a poisoned
+    counterexample would hold. Found, not assumed."""
+    from proofs.cache import _violating
+    from proofs.mutation.handwritten import in_effect
+
+    theorem = CATALOGUE[THEOREM]
+    with in_effect(MUTANT) as variant:
+        for cadence in range(-2, 9):
+            for k in range(-2, 9):
+                trial = {**values, "cadence": cadence, "k": k}
+                if _violating(theorem.obligations, variant, trial) is None:
+                    return trial
+    raise AssertionError("every small input refutes the mutant")
+
+
+def _poisoned(name: str, data: dict, siblings: dict) -> dict:
+    data = json.loads(json.dumps(data))
+    if name == "verdict and expected edited to PROVED":
+        data["verdict"] = data["request"]["expected"] = "PROVED"
+        data["counterexample"], data["conjuncts_alone"] = None, {}
+        data["witnesses"]["conjuncts_alone"] = {}
+    elif name == "theorem swapped":
+        data["request"]["theorem"] = UNRELATED
+    elif name == "variant swapped":
+        data["request"]["variant"] = "mutant:fresh-reads-slot-zero"
+    elif name == "a sibling entry's content":
+        data = siblings["mutant:fresh-reads-slot-zero"]
+    elif name == "mistyped field":
+        data["rlimit"] = "many"
+    elif name == "counterexample that does not replay":
+        data["counterexample"] = _not_replaying(data["counterexample"])
+    elif name == "counterexample missing an input":
+        data["counterexample"].pop("k")
+    elif name == "reason rewritten":
+        data["reason"] = "refuted by a trusted colleague"
+    elif name == "conjunct's inputs that do not replay":
+        (conjunct,) = data["witnesses"]["conjuncts_alone"]
+        data["witnesses"]["conjuncts_alone"][conjunct] = _not_replaying(data["counterexample"])
+    elif name == "hypothesis used that the theorem does not state":
+        data["hypotheses_used"] = ["a hypothesis nobody stated"]
+    elif name == "another command to reproduce it":
+        data["reproduce"] = "rm -rf ~"
+    elif name == "queries of an obligation the theorem lacks":
+        data["queries"] = {"no-such-obligation": []}
+    elif name == "another format":
+        data["format"] = "gridproof-cache/0"
+    return data
+
+
+POISONS = (
+    "verdict and expected edited to PROVED",
+    "theorem swapped",
+    "variant swapped",
+    "a sibling entry's content",
+    "mistyped field",
+    "counterexample that does not replay",
+    "counterexample missing an input",
+    "reason rewritten",
+    "conjunct's inputs that do not replay",
+    "hypothesis used that the theorem does not state",
+    "another command to reproduce it",
+    "queries of an obligation the theorem lacks",
+    "another format",
+    "truncated",
+    "empty",
+    "not UTF-8",
+)
+
+
+@pytest.mark.parametrize("poison", POISONS)
+def test_a_poisoned_entry_is_decided_again_with_one_note(poison, tmp_path, capsys):
+    clean = _warm(tmp_path, capsys)
+    files = _entry_files(tmp_path)
+    siblings = {variant: json.loads(path.read_text()) for variant, path in files.items()}
+    path = files[MUTANT]
+    if poison == "truncated":
+        path.write_text(path.read_text()[: len(path.read_text()) // 2])
+    elif poison == "empty":
+        path.write_text("")
+    elif poison == "not UTF-8":
+        path.write_bytes(b"\xff\xfe" + path.read_bytes())
+    else:
+        path.write_text(json.dumps(_poisoned(poison, siblings[MUTANT], siblings)))
+    status, again, err = _run(tmp_path, capsys)
+    assert status == 0, err
+    assert _cached(again) == {variant: variant != MUTANT for variant in _cached(clean)}
+    assert [(e["variant"], e["verdict"], e["counterexample"]) for e in again["entries"]] == [
+        (e["variant"], e["verdict"], e["counterexample"]) for e in clean["entries"]
+    ]
+    (note,) = _notes(err)
+    assert f"{THEOREM} / {MUTANT}: cache entry" in note and note.endswith("decided again")
+    assert again["cache"]["rejected"] == 1
+    assert "Traceback" not in err
+    # Decided again, it is stored again, whole: the next run takes it.
+    status, third, err = _run(tmp_path, capsys)
+    assert status == 0 and all(_cached(third).values()) and not _notes(err)
+
+
+def test_an_entry_edited_to_prove_a_refuted_mutant_never_passes_the_run(tmp_path, capsys):
+    """The report of the issue: verdict and expected edited to PROVED made prove exit 0 on a refuted
+    mutant. The expected verdict is the manifest's, and the entry is decided again: REFUTED."""
+    _warm(tmp_path, capsys)
+    path = _entry_files(tmp_path)[MUTANT]
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps(_poisoned("verdict and expected edited to PROVED", data, {})))
+    status, again, _ = _run(tmp_path, capsys, "--variant", MUTANT)
+    assert status == 0
+    (entry,) = again["entries"]
+    assert (entry["verdict"], entry["expected"], entry["cached"]) == ("REFUTED", "REFUTED", False)
+
+
+def _key_files(cache: Path) -> list[Path]:
+    return [p for p in (cache / "keys").rglob("*") if p.is_file()]
+
+
+def _key_file_of(cache: Path, variant: str) -> Path:
+    keys = {p.read_text(): p for p in _key_files(cache)}
+    return keys[_entry_files(cache)[variant].stem]
+
+
+@pytest.mark.parametrize("content", ["sibling", "../../planted", "/planted/elsewhere", "not hex at all", ""])
+def test_a_key_file_holds_a_digest_and_is_never_a_path(content, tmp_path, capsys):
+    cache = tmp_path / "cache"
+    clean = _warm(cache, capsys)
+    siblings = _entry_files(cache)
+    # A forged PROVED for the mutant, planted outside the cache where a path in the key file would lead.
+    forged = json.loads(siblings[MUTANT].read_text())
+    forged = _poisoned("verdict and expected edited to PROVED", forged, {})
+    (tmp_path / "planted.json").write_text(json.dumps(forged))
+    key_file = _key_file_of(cache, MUTANT)
+    key_file.write_text(siblings["mutant:fresh-reads-slot-zero"].stem if content == "sibling" else content)
+    status, again, err = _run(cache, capsys)
+    assert status == 0, err
+    mine = next(e for e in again["entries"] if e["variant"] == MUTANT)
+    was = next(e for e in clean["entries"] if e["variant"] == MUTANT)
+    assert mine["verdict"] == "REFUTED" and mine["counterexample"] == was["counterexample"]
+    (note,) = _notes(err)
+    assert MUTANT in note
+    # The key file holds the entry's own key again.
+    assert key_file.read_text() == siblings[MUTANT].stem
+
+
+def test_nothing_is_written_outside_the_cache_through_a_link(tmp_path, capsys):
+    cache, outside = tmp_path / "cache", tmp_path / "outside"
+    outside.mkdir()
+    cache.mkdir()
+    (cache / "keys").symlink_to(outside)
+    status, result, err = _run(cache, capsys)
+    assert status == 0
+    assert list(outside.iterdir()) == []
+    assert "cannot write" in err  # said once, and the run went on
+    # An entry file that is a link is refused and replaced by a file of the cache's own.
+    cache2 = tmp_path / "cache2"
+    _warm(cache2, capsys)
+    path = _entry_files(cache2)[MUTANT]
+    target, text = tmp_path / "target.json", path.read_text()
+    target.write_text(text)
+    path.unlink()
+    path.symlink_to(target)
+    status, again, err = _run(cache2, capsys)
+    assert status == 0 and "symbolic link" in _notes(err)[0]
+    assert not path.is_symlink() and target.read_text() == text
+
+
+@pytest.mark.parametrize("which", ["entry", "key"])
+def test_a_fifo_in_the_cache_is_never_opened(which, tmp_path):
+    cache = tmp_path / "cache"
+    command = [sys.executable, "-m", "proofs.cli", "prove", "--theorem", THEOREM, "--cache", str(cache), "--jobs", "1"]
+    subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True, timeout=300)
+    path = _entry_files(cache)[MUTANT] if which == "entry" else _key_file_of(cache, MUTANT)
+    path.unlink()
+    os.mkfifo(path)
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "not a regular file" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_fault_in_a_data_file_is_seen_by_a_cached_run(tmp_path):
+    """A geometry's hash_block_size halved, a family's linear_num_value_heads halved: with the cache
+    warmed on the clean tree, the cached run refutes exactly as --no-cache does."""
+    tree, cache = tmp_path / "tree", tmp_path / "cache"
+    for top in ("models", "proofs"):
+        shutil.copytree(ROOT / top, tree / top, ignore=shutil.ignore_patterns("__pycache__"))
+    theorems = ("check-flags-resolve-to-the-files", "matches-recorded-vllm")
+
+    def prove(theorem: str, *flags: str) -> tuple[int, str]:
+        command = [sys.executable, "-m", "proofs.cli", "prove", "--theorem", theorem, "--variant", "baseline", *flags]
+        done = subprocess.run(command, cwd=tree, capture_output=True, text=True, check=False, timeout=300)
+        return done.returncode, done.stdout
+
+    for theorem in theorems:
+        assert prove(theorem, "--cache", str(cache))[0] == 0
+    geometry = tree / "models" / "geometries" / "kimi-k3-tp16-dcp16.toml"
+    text = geometry.read_text()
+    assert "hash_block_size = 768" in text
+    geometry.write_text(text.replace("hash_block_size = 768", "hash_block_size = 384"))
+    cached, fresh = prove(theorems[0], "--cache", str(cache)), prove(theorems[0], "--no-cache")
+    assert cached[0] == fresh[0] == 1 and "REFUTED" in cached[1] and "(cached)" not in cached[1]
+    geometry.write_text(text)
+    family = tree / "models" / "families" / "qwen3-next.json"
+    config = json.loads(family.read_text())
+    config["linear_num_value_heads"] //= 2
+    family.write_text(json.dumps(config, indent=2))
+    for theorem in theorems:
+        cached, fresh = prove(theorem, "--cache", str(cache)), prove(theorem, "--no-cache")
+        assert cached[0] == fresh[0] == 1 and "(cached)" not in cached[1], theorem
+        assert [line for line in cached[1].splitlines() if " / baseline: " in line] == [
+            line for line in fresh[1].splitlines() if " / baseline: " in line
+        ]
+
+
+def test_an_enumerated_key_does_not_depend_on_what_was_imported_before(tmp_path):
+    script = (
+        "import sys\n"
+        "if sys.argv[1] == 'more':\n"
+        "    import proofs.report.html, proofs.simulate, models.every_length\n"
+        "from proofs.cache import entry_key\n"
+        "from proofs.catalog import CATALOGUE\n"
+        "for name in ('check-flags-resolve-to-the-files', 'prefill-run-bounds'):\n"
+        "    print(entry_key(CATALOGUE[name], 'baseline', 'PROVED', 1000, 'ci', None))\n"
+    )
+    keys = set()
+    for seed, imports in (("1", "few"), ("2", "more")):
+        done = subprocess.run(
+            [sys.executable, "-c", script, imports],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        )
+        keys.add(done.stdout)
+    assert len(keys) == 1
+
+
+def _faulty_tree(tmp_path: Path) -> Path:
+    tree = tmp_path / "tree"
+    for top in ("models", "proofs"):
+        shutil.copytree(ROOT / top, tree / top, ignore=shutil.ignore_patterns("__pycache__"))
+    geometry = tree / "models" / "geometries" / "kimi-k3-tp16-dcp16.toml"
+    geometry.write_text(geometry.read_text().replace("hash_block_size = 768", "hash_block_size = 384"))
+    return tree
+
+
+def test_verify_cache_decides_a_forged_proved_again(tmp_path):
+    """No replay can check a cached PROVED: a PROVED forged under the key of a faulty tree is
+    taken from the cache, unless --verify-cache decides it again."""
+    tree, cache = _faulty_tree(tmp_path), tmp_path / "cache"
+    command = [sys.executable, "-m", "proofs.cli", "prove", "--theorem", "check-flags-resolve-to-the-files"]
+    command += ["--variant", "baseline", "--cache", str(cache)]
+
+    def run(*extra: str):
+        return subprocess.run([*command, *extra], cwd=tree, capture_output=True, text=True, check=False, timeout=300)
+
+    assert run().returncode == 1  # REFUTED, and not stored: it differs from the manifest
+    assert list(cache.glob("*.json")) == []
+    (key_file,) = _key_files(cache)
+    key = key_file.read_text()
+    clean = tmp_path / "clean-cache"
+    subprocess.run([*command[:-1], str(clean)], cwd=ROOT, capture_output=True, check=True, timeout=300)
+    (genuine,) = clean.glob("*.json")
+    forged = json.loads(genuine.read_text())
+    forged["key"] = key
+    (cache / f"{key}.json").write_text(json.dumps(forged))
+    assert run().returncode == 0  # what a cached PROVED rests on: the cache's writer
+    verified = run("--verify-cache")
+    assert verified.returncode == 1
+    assert "the cached PROVED, decided again (--verify-cache), is REFUTED" in verified.stderr
+    assert run().returncode == 1  # the forged entry is gone
+
+
+def test_a_secret_refuses_entries_it_did_not_sign(tmp_path, capsys, monkeypatch):
+    from proofs.cache import SECRET_VARIABLE
+
+    _warm(tmp_path, capsys)  # unsigned
+    monkeypatch.setenv(SECRET_VARIABLE, "this job's own")
+    status, signed, err = _run(tmp_path, capsys)
+    # Its key files are its own, so an unsigned cache is not even looked up: decided, then stored signed.
+    assert status == 0 and not any(_cached(signed).values())
+    status, again, err = _run(tmp_path, capsys)
+    assert status == 0 and all(_cached(again).values()) and not _notes(err)
+    path = next(p for p in tmp_path.glob("*.json") if json.loads(p.read_text()).get("mac"))
+    data = json.loads(path.read_text())
+    data["seconds"] += 1  # any edit at all
+    path.write_text(json.dumps(data))
+    status, edited, err = _run(tmp_path, capsys)
+    assert status == 0 and "is not signed with this run's GRIDPROOF_CACHE_SECRET" in _notes(err)[0]
+    monkeypatch.setenv(SECRET_VARIABLE, "another job's")
+    status, other, err = _run(tmp_path, capsys)
+    assert status == 0 and not any(_cached(other).values())
+
+
+def test_a_default_cache_that_cannot_be_written_costs_the_run_nothing(tmp_path, monkeypatch, capsys):
+    import tempfile
+
+    from proofs import cache as cache_module
+
+    original = tempfile.mkstemp
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(cache_module.tempfile, "mkstemp", full)
+    assert main(["prove", "--theorem", THEOREM, "--jobs", "1"]) == 0
+    err = capsys.readouterr().err
+    notes = [line for line in err.splitlines() if "note" in line]
+    assert len(notes) == 1 and "cannot be written (No space left on device)" in notes[0]
+    # Named, the same cache is an error before any work.
+    assert main(["prove", "--theorem", THEOREM, "--cache", str(tmp_path / "named")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    # Full only once the run is under way (the probe passed): one note, and the run goes on.
+    calls = []
+
+    def fills_up(*args, **kwargs):
+        calls.append(1)
+        if len(calls) > 2:
+            raise OSError(28, "No space left on device")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(cache_module.tempfile, "mkstemp", fills_up)
+    for named in ([], ["--cache", str(tmp_path / "named2")]):
+        calls.clear()
+        assert main(["prove", "--theorem", THEOREM, "--jobs", "1", *named]) == 0
+        notes = [line for line in capsys.readouterr().err.splitlines() if "cannot write" in line]
+        assert len(notes) == 1 and "No space left on device" in notes[0]
+
+
+@pytest.mark.parametrize("flag", ["--cache", "--report-dir", "--against"])
+def test_an_empty_path_is_refused_not_the_current_directory(flag, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["prove", "--theorem", THEOREM, flag, ""]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "empty path" in err
+    assert list(tmp_path.iterdir()) == []

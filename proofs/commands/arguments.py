@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
+from pathlib import Path
 
 from models.errors import GridproofError, quoted
 from models.variants import BASELINE, VARIANTS
@@ -131,6 +133,41 @@ def percentage(text: str) -> float:
     if not (value >= 0 and math.isfinite(value)):
         raise argparse.ArgumentTypeError(f"must be a non-negative number, got {text!r}")
     return value
+
+
+# A file name no longer than this, a whole path shorter than that (Linux's NAME_MAX and PATH_MAX).
+NAME_MAX = 255
+PATH_MAX = 4096
+
+
+def path_text(text: str) -> str:
+    """A path a file system can take: not empty (which Python reads as the
+    current directory, and which then wrote there), no name in it longer
+    than NAME_MAX bytes and the whole shorter than PATH_MAX (either gave a
+    traceback of ENAMETOOLONG wherever the path was first used)."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path names nothing (write . for the current directory)")
+    try:
+        encoded = os.fsencode(text)
+    except UnicodeError:
+        raise argparse.ArgumentTypeError(f"{quoted(text, 40)} cannot be a file name") from None
+    if b"\0" in encoded:
+        raise argparse.ArgumentTypeError(f"{quoted(text, 40)} holds a NUL byte, which no file name holds")
+    if len(encoded) >= PATH_MAX:
+        raise argparse.ArgumentTypeError(f"a path of {len(encoded):,} bytes, longer than the {PATH_MAX - 1:,} allowed")
+    for part in encoded.split(b"/"):
+        if len(part) > NAME_MAX:
+            name = os.fsdecode(part)
+            raise argparse.ArgumentTypeError(
+                f"the name {quoted(name, 40)} in the path is {len(part):,} bytes long, "
+                f"longer than the {NAME_MAX} a file name can be"
+            )
+    return text
+
+
+def path_name(text: str) -> Path:
+    """path_text, as a Path."""
+    return Path(path_text(text))
 
 
 def variant_name(text: str) -> str:

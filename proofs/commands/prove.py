@@ -5,10 +5,11 @@ result, reruns under other seeds)."""
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from proofs.commands.arguments import (
+    UsageError,
+    path_name,
     percentage,
     positive_integer,
     variant_names,
@@ -43,14 +44,14 @@ def add_parser(sub) -> None:
     parser.add_argument(
         "--report-dir",
         metavar="DIR",
-        type=Path,
+        type=path_name,
         help="also write result.json, summary.md, report.md, report.html, junit.xml, results.sarif "
         "and smt2/ (one file per obligation) to DIR",
     )
     parser.add_argument(
         "--against",
         metavar="OLD.json",
-        type=Path,
+        type=path_name,
         help="compare with a previous `gridproof prove --json` result: exit 1 on a verdict change, a new "
         "UNKNOWN, a changed expectation, a proof needing an extra hypothesis, or rlimit growth",
     )
@@ -78,41 +79,41 @@ def add_parser(sub) -> None:
     cache.add_argument(
         "--cache",
         metavar="DIR",
-        type=Path,
-        help="reuse an entry decided before when its queries' text, the z3 version and the solver's parameters "
-        "are identical, and store new ones (default: $XDG_CACHE_HOME/gridproof or ~/.cache/gridproof)",
+        type=path_name,
+        help="reuse an entry decided before when everything its decision reads is identical (its queries' text, "
+        "the data files, the records, the z3 version and the solver's options) and it passes every check, and "
+        "store new ones (default: $XDG_CACHE_HOME/gridproof or ~/.cache/gridproof)",
     )
     cache.add_argument("--no-cache", action="store_true", help="decide every entry, and store none")
+    parser.add_argument(
+        "--verify-cache",
+        action="store_true",
+        help="decide every PROVED the cache holds again, the one part of a cached entry no replay checks "
+        "(a cache restored from elsewhere); a cached REFUTED is replayed in any case",
+    )
     parser.set_defaults(run=run)
 
 
-def cache_directory(args: argparse.Namespace) -> Path | None:
-    """The proof cache named, or the default one. A default that cannot be
-    made (a read-only home) is left out with a note: the run is the same
-    without it. A directory named with --cache that cannot be used is an
-    error (proofs/cache.py)."""
+def cache_directory(args: argparse.Namespace) -> tuple[Path | None, bool]:
+    """The proof cache named, or the default one, and whether it was named.
+    A default that cannot be made (a read-only home) or written is left out
+    with a note: the run is the same without it. A directory named with
+    --cache that cannot be used is an error before any work (proofs/prove.py)."""
     from proofs.cache import default_directory
 
     if args.no_cache:
-        return None
+        return None, False
     if args.cache:
-        return args.cache
-    directory = default_directory()
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        print(
-            f"gridproof: note: no proof cache: cannot make {directory} ({error.strerror}); "
-            "every entry is decided and none stored (--cache DIR names another)",
-            file=sys.stderr,
-        )
-        return None
-    return directory
+        return args.cache, True
+    return default_directory(), False
 
 
 def run(args: argparse.Namespace) -> int:
     from proofs.report.evidence import prove_with_evidence
 
+    if args.verify_cache and args.no_cache:
+        raise UsageError("--verify-cache: there is no cache to verify with --no-cache")
+    directory, named = cache_directory(args)
     return prove_with_evidence(
         theorem=args.theorem,
         variant=args.variant,
@@ -126,5 +127,7 @@ def run(args: argparse.Namespace) -> int:
         rlimit_growth=args.rlimit_growth,
         seeds=args.seeds,
         confirm_with=args.confirm,
-        cache=cache_directory(args),
+        cache=directory,
+        cache_named=named,
+        verify_cache=args.verify_cache,
     )

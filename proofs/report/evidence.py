@@ -28,19 +28,22 @@ def prove_with_evidence(
     jobs: int | None = None,
     confirm_with: str | None = None,
     cache: Path | None = None,
+    cache_named: bool = True,
+    verify_cache: bool = False,
 ) -> int:
     old = load_result(against) if against is not None else None  # a bad file stops here, before the run
     if report_dir is not None:
         check_report_dir(report_dir)
     wanted = report_dir is not None or confirm_with is not None  # the cache asks for them itself
-    result, entries = run_catalogue(theorem, variant, tier, rlimit, seed, jobs, cache, export=wanted)
+    cached = {"cache": cache, "cache_named": cache_named, "verify_cache": verify_cache}
+    result, entries = run_catalogue(theorem, variant, tier, rlimit, seed, jobs, export=wanted, **cached)
     status = 1 if result["failures"] or not entries else 0
     after: list[str] = []
 
     if seeds:
         seeded = {}
         for s in range(1, seeds + 1):
-            rerun, _ = run_catalogue(theorem, variant, tier, rlimit, s, jobs, cache, export=False)
+            rerun, _ = run_catalogue(theorem, variant, tier, rlimit, s, jobs, export=False, **cached)
             seeded[s] = rerun["entries"]
         report = brittleness(result["entries"], seeded)
         result["brittleness"] = report
