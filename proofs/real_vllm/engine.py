@@ -1,0 +1,695 @@
+"""The real vLLM 0.33.0 scheduler, end to end, on a CPU: a gridproof geometry made into the
+engine's own configuration, a request's whole prefill driven step by step, and what later
+requests are restored.
+
+Real: `Scheduler` (`schedule`, `update_from_output`, the split), `KVCacheManager`,
+`HybridKVCacheCoordinator`, the single-type managers, `BlockPool`, request block hashing and,
+with `offload=True`, the native `OffloadingConnector`, its scheduler side and its worker side.
+Stood in: the model's outputs (one sampled token when a prompt is done, vLLM's own scheduler
+tests do the same), the model (a tiny Llama-shaped config.json, nothing downloaded), DCP > 1 (a
+number the scheduler and the cache manager read; validating it would ask for several ranks), the
+speculative configuration (an object with the flags the scheduler and `VllmConfig` read) and,
+with offload, the transfers (each finishes when submitted) and, by default, the offload tier's
+bookkeeping (a manager that remembers every key stored; see `OffloadSide`).
+
+The cache groups come from the geometry as `EngineCore._initialize_kv_caches` would see them
+(v1/engine/core.py:335-369): a `FullAttentionSpec` per target and draft group with its DCP
+sharding and EAGLE annotation, a `MambaSpec` in align mode per recurrent group at the variant's
+cadence, declaring the internal prefill checkpoint its layer class declares
+(`prefill_checkpoint_alignment`); `cache_config.block_size` reset to the smallest spec block,
+then the scheduler and hash block sizes and the hit alignment resolved by vLLM's own functions.
+
+`python3 -m proofs.real_vllm.engine GEOMETRY --budget B --prompt-tokens P [--offload]` prints one
+case's observations as JSON: the command a disagreement quotes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field
+from functools import cache
+from types import SimpleNamespace
+
+from models.errors import GridproofError
+from models.geometry import DRAFT, RECURRENT, TARGET, Geometry, load_geometry
+from models.plan import plan
+from models.variants import BASELINE, Variant
+
+# A Llama-shaped model small enough to build a ModelConfig from: only its config.json is read.
+_TINY_MODEL = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "num_hidden_layers": 2,
+    "vocab_size": 32000,
+    "max_position_embeddings": 1 << 24,
+    "torch_dtype": "float32",
+}
+# Enough blocks that nothing is evicted before a later request looks.
+DEFAULT_NUM_BLOCKS = 400_000
+SPECULATIVE_TOKENS = 3  # the draft length of the stand-in EAGLE drafter (a multi-module MTP drafts L)
+OFFLOAD_SPEC = "GridproofOffloadingSpec"  # the offloading spec vLLM's factory finds in this module
+OFFLOAD_TIERS = ("remembering", "cpu")  # the offload tier's bookkeeping: the stand-in, or vLLM's own
+OFFLOAD_CPU_CHUNKS = 1 << 22  # room in the "cpu" tier: nothing is evicted before a later request looks
+MAX_DRAIN_STEPS = 16  # steps a finished request's last store jobs may take to be built and completed
+
+
+@cache
+def _tiny_model_dir() -> str:
+    directory = tempfile.mkdtemp(prefix="gridproof-tiny-model-")
+    with open(os.path.join(directory, "config.json"), "w") as out:
+        json.dump(_TINY_MODEL, out)
+    return directory
+
+
+def speculative_stand_in(eagle_block_drop: bool, lookahead: int, has_draft: bool):
+    """What vLLM's `SpeculativeConfig` answers the scheduler and `VllmConfig` for this geometry,
+    or None for no drafter. The hash lookahead L is what `VllmConfig.num_hash_lookahead_tokens`
+    resolves to: 0 with a KV connector or with lookahead hashes off, else the drafter's prefill
+    lookahead (1 for EAGLE, k for a k-module MTP), so a geometry with L > 1 is a multi-module MTP
+    drafting L tokens and one with L = 1 an EAGLE drafter."""
+    if not eagle_block_drop and not has_draft:
+        return None
+    multi_module = lookahead > 1
+    return SimpleNamespace(
+        method="mtp" if multi_module else "eagle",
+        num_speculative_tokens=lookahead if multi_module else SPECULATIVE_TOKENS,
+        num_speculative_tokens_per_batch_size=None,
+        max_num_new_slots_for_drafting=0,  # the geometry's budget is already net of draft slots
+        parallel_drafting=False,
+        disable_eagle_block_drop=not eagle_block_drop,
+        disable_lookahead_block_hashes=lookahead == 0,
+        use_eagle=lambda: True,
+        use_eagle_block_drop=lambda: eagle_block_drop,
+        needs_eagle_block_drop=lambda: True,
+        use_multi_module_mtp=lambda: multi_module,
+        use_dflash=lambda: False,
+        use_dspark=lambda: False,
+        uses_draft_model=lambda: False,
+    )
+
+
+@dataclass(frozen=True)
+class GroupSetting:
+    kind: str
+    block_size: int  # the spec's block size: per rank for attention, the cadence for recurrent state
+    dcp_sharded: bool
+    eagle: bool
+
+
+@dataclass(frozen=True)
+class EngineSetting:
+    """Everything the real engine is built from, read off a geometry under a variant."""
+
+    dcp_size: int
+    budget: int
+    long_prefill_token_threshold: int
+    eagle_block_drop: bool
+    lookahead: int
+    hash_block_size: int  # 0: vLLM's own choice (the gcd of the spans)
+    prefill_checkpoint_alignment: int | None
+    shared_prefix_checkpoint: bool
+    retention: int | None
+    groups: tuple[GroupSetting, ...]
+    offload_blocks_per_chunk: int = 1  # the OffloadingConnector's blocks_per_chunk (with offload=True)
+
+    @classmethod
+    def of(cls, geometry: Geometry, budget: int, variant: Variant = BASELINE) -> EngineSetting:
+        resolved = plan(variant, geometry)
+        d = geometry.deployment
+        groups = []
+        for group in geometry.groups:
+            block = resolved.cadence if group.kind == RECURRENT else group.block_size
+            sharded = group.dcp_sharded and group.kind != RECURRENT
+            groups += [GroupSetting(group.kind, block, sharded, group.eagle)] * group.count
+        return cls(
+            dcp_size=d.dcp_size,
+            budget=budget,
+            long_prefill_token_threshold=d.long_prefill_token_threshold,
+            eagle_block_drop=d.eagle_block_drop,
+            lookahead=d.hash_lookahead_tokens,
+            hash_block_size=d.hash_block_size,
+            prefill_checkpoint_alignment=d.prefill_checkpoint_alignment,
+            shared_prefix_checkpoint=d.shared_prefix_checkpoint,
+            retention=d.prefix_cache_retention_interval,
+            groups=tuple(groups),
+            offload_blocks_per_chunk=d.offload_blocks_per_chunk,
+        )
+
+
+@dataclass
+class Prefill:
+    """A request run from admission to its end."""
+
+    hit: int  # tokens restored at admission (num_computed_tokens when first scheduled)
+    group_hits: tuple[int, ...]  # each group's own hit, looked up alone, before admission
+    chunk_ends: list[int] = field(default_factory=list)  # num_computed_tokens after each step of its prefill
+    keyed: dict[int, list[int]] = field(default_factory=dict)  # group -> positions keyed in the cache after it
+    # With offload=True (else 0 and empty):
+    local_hit: int = 0  # the GPU hit the scheduler presented to the connector (block-aligned)
+    connector_hit: int = 0  # the connector's answer: get_num_new_matched_tokens beyond local_hit
+    external_hit: int = 0  # what the scheduler took from it: num_external_tokens at update_state_after_alloc
+    offered: dict[int, list[int]] = field(default_factory=dict)  # group -> Mamba boundary states handed off
+    stored: dict[int, list[int]] = field(default_factory=dict)  # group -> token ends of the keys it stored
+
+
+@dataclass
+class OffloadRestore:
+    """An identical resend restored from the offload tier alone (`RealEngine.offload_hit`)."""
+
+    first: Prefill  # the request whose prefill the connector stored (`first.stored`)
+    again: Prefill  # the resend, run after the GPU prefix cache was dropped
+
+    @property
+    def hit(self) -> int:
+        """Tokens the scheduler took from the offload tier at the resend's admission."""
+        return self.again.external_hit
+
+
+class RealEngine:
+    """The real scheduler for one engine setting; each `run` is a request added, run to its
+    end and freed, later runs seeing what earlier ones cached.
+
+    With `offload=True` the engine has vLLM's native `OffloadingConnector` as its KV connector,
+    built by vLLM's own factory from `kv_transfer_config` as `EngineCore` builds it: its
+    scheduler side (offloading/scheduler.py) decides what to store and answers lookups, and its
+    worker side (offloading/worker.py) is vLLM's own too, around a stand-in transfer engine
+    (`OffloadSide`); `offload_tier` is the offload tier's bookkeeping, the stand-in "remembering"
+    or vLLM's own "cpu" manager. `offload_hit` reads the restore of an identical resend from the
+    offload tier alone."""
+
+    def __init__(
+        self,
+        setting: EngineSetting,
+        num_blocks: int = DEFAULT_NUM_BLOCKS,
+        max_model_len: int = 1 << 22,
+        offload: bool = False,
+        offload_tier: str = "remembering",
+    ):
+        import torch
+        from vllm.config import CacheConfig, DeviceConfig, KVTransferConfig, ModelConfig, SchedulerConfig, VllmConfig
+        from vllm.utils.hashing import get_hash_fn_by_name
+        from vllm.v1.core.kv_cache_utils import (
+            get_request_block_hasher,
+            init_none_hash,
+            resolve_cache_hit_alignment_tokens,
+            resolve_kv_cache_block_sizes,
+        )
+        from vllm.v1.core.sched.scheduler import Scheduler
+        from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec, MambaSpec
+        from vllm.v1.structured_output import StructuredOutputManager
+
+        self.setting = s = setting
+        if offload:
+            check_offload_setting(s)
+        model = ModelConfig(model=_tiny_model_dir(), skip_tokenizer_init=True, max_model_len=max_model_len)
+        scheduler = SchedulerConfig(
+            max_num_batched_tokens=s.budget,
+            max_num_scheduled_tokens=s.budget,
+            max_num_seqs=16,
+            max_model_len=max_model_len,
+            enable_chunked_prefill=True,
+            is_encoder_decoder=False,
+            async_scheduling=False,
+            long_prefill_token_threshold=s.long_prefill_token_threshold,
+        )
+        cache_config = CacheConfig(
+            block_size=16,
+            enable_prefix_caching=True,
+            mamba_cache_mode="align",
+            prefix_cache_retention_interval=s.retention,
+            prefix_match_unit=s.hash_block_size or None,
+            enable_mamba_shared_prefix_checkpoint=s.shared_prefix_checkpoint,
+        )
+        transfer = KVTransferConfig(**offload_transfer_config(s, offload_tier)) if offload else None
+        config = VllmConfig(
+            model_config=model,
+            scheduler_config=scheduler,
+            cache_config=cache_config,
+            device_config=DeviceConfig("cpu"),
+            kv_transfer_config=transfer,
+        )
+        config.parallel_config.decode_context_parallel_size = s.dcp_size
+        has_draft = any(g.kind == DRAFT for g in s.groups)
+        speculative = speculative_stand_in(s.eagle_block_drop, s.lookahead, has_draft)
+        object.__setattr__(config, "speculative_config", speculative)
+        speculative_blocks = speculative.num_speculative_tokens if speculative is not None else 0
+
+        def spec(group: GroupSetting):
+            if group.kind == RECURRENT:
+                alignment = s.prefill_checkpoint_alignment
+                return MambaSpec(
+                    block_size=group.block_size,
+                    shapes=((1,),),
+                    dtypes=(torch.float32,),
+                    mamba_cache_mode="align",
+                    num_speculative_blocks=speculative_blocks,
+                    num_prefill_checkpoint_blocks=int(alignment is not None),
+                    prefill_checkpoint_alignment=alignment,
+                )
+            return FullAttentionSpec(
+                block_size=group.block_size,
+                num_kv_heads=1,
+                head_size=1,
+                dtype=torch.float32,
+                dcp_sharded=group.dcp_sharded,
+            )
+
+        kv_cache_config = KVCacheConfig(
+            num_blocks=num_blocks,
+            kv_cache_tensors=[],
+            kv_cache_groups=[
+                KVCacheGroupSpec([f"layer.{i}"], spec(group), is_eagle_group=group.kind == DRAFT and group.eagle)
+                for i, group in enumerate(s.groups)
+            ],
+            prefix_cache_retention_interval=s.retention,
+        )
+        config.cache_config.num_gpu_blocks = num_blocks
+        config.cache_config.block_size = min(g.kv_cache_spec.block_size for g in kv_cache_config.kv_cache_groups)
+        scheduler_block, hash_block = resolve_kv_cache_block_sizes(kv_cache_config, config)
+        kv_cache_config.hash_block_size = hash_block
+        kv_cache_config.cache_hit_alignment_tokens = resolve_cache_hit_alignment_tokens(
+            kv_cache_config, config, scheduler_block, hash_block
+        )
+        hash_function = get_hash_fn_by_name(cache_config.prefix_caching_hash_algo)
+        init_none_hash(hash_function)
+        self.hash_block = hash_block
+        self.scheduler_block = scheduler_block
+        self._hasher = get_request_block_hasher(hash_block, hash_function, config.num_hash_lookahead_tokens)
+        self.scheduler = Scheduler(
+            vllm_config=config,
+            kv_cache_config=kv_cache_config,
+            structured_output_manager=StructuredOutputManager(config),
+            block_size=scheduler_block,
+            hash_block_size=hash_block,
+            log_stats=False,
+        )
+        self.coordinator = self.scheduler.kv_cache_manager.coordinator
+        self._ids = 0
+        self.offload = OffloadSide(self.scheduler, config, kv_cache_config) if offload else None
+
+    def run(self, tokens: list[int], max_tokens: int = 1) -> Prefill:
+        """Add a request for `tokens`, run it to its end (its prefill, then `max_tokens` sampled
+        tokens, each a stand-in 1) and free it. With offload, the engine then keeps stepping, as
+        `EngineCore` does while `Scheduler.has_requests()`, until the connector has built and
+        completed the finished request's last store jobs."""
+        from vllm import SamplingParams
+        from vllm.v1.outputs import ModelRunnerOutput
+        from vllm.v1.request import Request
+
+        self._ids += 1
+        params = SamplingParams(max_tokens=max_tokens, ignore_eos=True)
+        request = Request(
+            request_id=f"r{self._ids}",
+            prompt_token_ids=list(tokens),
+            sampling_params=params,
+            pooling_params=None,
+            block_hasher=self._hasher,
+        )
+        _, group_hits = self.coordinator.find_longest_cache_hit_per_group(request.block_hashes, request.num_tokens - 1)
+        self.scheduler.add_request(request)
+        result = Prefill(hit=-1, group_hits=tuple(group_hits))
+        prompt = request.num_prompt_tokens
+        drain_steps = 0
+        while self.scheduler.requests or (self.offload is not None and self.scheduler.has_requests()):
+            drain_steps += not self.scheduler.requests
+            if drain_steps > MAX_DRAIN_STEPS:
+                raise RuntimeError(
+                    f"the offload connector still has work {MAX_DRAIN_STEPS} steps after r{self._ids} ended"
+                )
+            output = self.scheduler.schedule()
+            for new in output.scheduled_new_reqs:
+                if new.req_id == request.request_id:
+                    result.hit = new.num_computed_tokens
+            if request.request_id in output.num_scheduled_tokens and len(result.chunk_ends) <= prompt:
+                if not result.chunk_ends or result.chunk_ends[-1] < prompt:
+                    result.chunk_ends.append(min(request.num_computed_tokens, prompt))
+            ids = list(output.num_scheduled_tokens)
+            sampled = [
+                [1] if self.scheduler.requests[i].num_computed_tokens >= self.scheduler.requests[i].num_tokens else []
+                for i in ids
+            ]
+            self.scheduler.update_from_output(
+                output,
+                ModelRunnerOutput(
+                    req_ids=ids,
+                    req_id_to_index={r: k for k, r in enumerate(ids)},
+                    sampled_token_ids=sampled,
+                    kv_connector_output=self.offload.worker_step(output) if self.offload is not None else None,
+                ),
+            )
+        result.keyed = self.keyed_positions(request)
+        if self.offload is not None:
+            self.offload.observe(request.request_id, result)
+        return result
+
+    def drop_gpu_prefix_cache(self) -> None:
+        """Forget every block the GPU prefix cache holds (`Scheduler.reset_prefix_cache`, the
+        connector's store untouched), so that only the offload tier can serve a later hit."""
+        if not self.scheduler.reset_prefix_cache(reset_connector=False):
+            raise RuntimeError("the GPU prefix cache cannot be reset while a request holds blocks")
+
+    def offload_hit(self, tokens: list[int]) -> OffloadRestore:
+        """The offload tier's restore of `tokens`: a request for them run to its end with the
+        connector storing, the GPU prefix cache dropped, then the identical request run."""
+        if self.offload is None:
+            raise ValueError("offload_hit needs RealEngine(setting, offload=True)")
+        first = self.run(tokens)
+        self.drop_gpu_prefix_cache()
+        return OffloadRestore(first, self.run(tokens))
+
+    def keyed_positions(self, request) -> dict[int, list[int]]:
+        """Per group, the prefix lengths of `request` the cache holds a block keyed at."""
+        from vllm.v1.core.kv_cache_utils import get_block_hash, get_group_id
+
+        position = {h: (i + 1) * self.hash_block for i, h in enumerate(request.block_hashes)}
+        keyed: dict[int, list[int]] = {i: [] for i in range(len(self.setting.groups))}
+        for key in self.coordinator.block_pool.cached_block_hash_to_block._cache:
+            at = position.get(get_block_hash(key))
+            if at is not None:
+                keyed[get_group_id(key)].append(at)
+        return {group: sorted(positions) for group, positions in keyed.items()}
+
+
+# --- the native KV offload connector ----------------------------------------------------------
+
+
+class OffloadSettingError(GridproofError):
+    """An engine setting the offload connector cannot run as the geometry states it."""
+
+
+def check_offload_setting(setting: EngineSetting) -> None:
+    """Refuse a geometry whose block hashes look ahead: with any KV connector vLLM 0.33.0 hashes
+    with no lookahead (`VllmConfig.num_hash_lookahead_tokens`, config/vllm.py:688-690), so the
+    engine would silently run another setting than the geometry states."""
+    if setting.lookahead > 0:
+        raise OffloadSettingError(
+            f"hash_lookahead_tokens = {setting.lookahead}, but with a KV connector vLLM 0.33.0 hashes "
+            "with no lookahead (VllmConfig.num_hash_lookahead_tokens, config/vllm.py:688-690): "
+            "a geometry run with offload must say hash_lookahead_tokens = 0"
+        )
+
+
+def offload_transfer_config(setting: EngineSetting, tier: str = "remembering") -> dict:
+    """`KVTransferConfig` fields for the native `OffloadingConnector` over this module's spec,
+    `offload_blocks_per_chunk` GPU blocks (of each group's DCP-scaled size) per offloaded chunk.
+    `tier` is the offload tier's bookkeeping: the stand-in, or vLLM's CPU manager."""
+    if tier not in OFFLOAD_TIERS:
+        raise ValueError(f"offload tier {tier!r}: expected one of {', '.join(OFFLOAD_TIERS)}")
+    return {
+        "kv_connector": "OffloadingConnector",
+        "kv_role": "kv_both",
+        "kv_connector_extra_config": {
+            "spec_name": OFFLOAD_SPEC,
+            "spec_module_path": __name__,
+            "blocks_per_chunk": setting.offload_blocks_per_chunk,
+            "gridproof_tier": tier,
+        },
+    }
+
+
+def __getattr__(name: str):
+    """The stand-in offloading spec, built on first use so that importing this module does not
+    import vLLM; `OffloadingSpecFactory` looks it up here by `spec_module_path` and `spec_name`."""
+    if name == OFFLOAD_SPEC:
+        return _offload_stand_ins().spec
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@dataclass
+class StoreRecord:
+    """One key the connector offered the offload tier and the tier accepted."""
+
+    request_id: str
+    group: int
+    end: int  # the token position the connector keyed it at (a chunk's end, or a state's boundary)
+    done: bool = False  # the store completed (the worker reported its job)
+
+
+@cache
+def _offload_stand_ins() -> SimpleNamespace:
+    """The stand-ins below vLLM's connector, as classes of vLLM's own offloading interfaces
+    (v1/kv_offload/base.py): built on first use, since they subclass vLLM's."""
+    from vllm.v1.kv_offload.base import (
+        LoadStoreSpec,
+        LookupResult,
+        OffloadingManager,
+        OffloadingSpec,
+        OffloadingWorker,
+        PrepareStoreOutput,
+        RequestOffloadingContext,
+        TransferResult,
+    )
+
+    class KeyList(LoadStoreSpec):
+        """Where a stand-in tier keeps a load or store: the keys themselves."""
+
+        def __init__(self, keys):
+            self.keys = list(keys)
+
+    class RememberingManager(OffloadingManager):
+        """The offload tier's bookkeeping, unbounded: a key is MISS until `prepare_store` takes
+        it, HIT_PENDING until its store completes, HIT after; nothing is evicted. These are the
+        states vLLM's `CPUOffloadingManager` keeps (cpu/manager.py `lookup`, `prepare_store`,
+        `complete_store`) when it has room for every chunk."""
+
+        def __init__(self):
+            self.ready: dict[bytes, bool] = {}
+
+        def lookup(self, key, req_context):
+            if key not in self.ready:
+                return LookupResult.MISS
+            return LookupResult.HIT if self.ready[key] else LookupResult.HIT_PENDING
+
+        def prepare_load(self, keys, req_context):
+            assert all(self.ready.get(key) for key in keys), "a load of a key not stored"
+            return KeyList(keys)
+
+        def prepare_store(self, keys, req_context):
+            new = [key for key in dict.fromkeys(keys) if key not in self.ready]
+            self.ready.update(dict.fromkeys(new, False))
+            return PrepareStoreOutput(keys_to_store=new, store_spec=KeyList(new), evicted_keys=[])
+
+        def complete_store(self, keys, req_context, success=True):
+            for key in keys:
+                if self.ready.get(key) is False:
+                    if success:
+                        self.ready[key] = True
+                    else:
+                        del self.ready[key]
+
+        def on_new_request(self, req_context):
+            return RequestOffloadingContext()
+
+        def reset_cache(self):
+            self.ready.clear()
+
+    class InstantTransfers(OffloadingWorker):
+        """The transfer engine: each job finishes as it is submitted. No bytes move (no KV
+        exists); what the scheduler learns is only which jobs completed, as from a real one."""
+
+        def __init__(self):
+            self.finished: list = []
+
+        def submit_store(self, job_id, src_spec, dst_spec):
+            self.finished.append(TransferResult(job_id=job_id, success=True))
+            return True
+
+        def submit_load(self, job_id, src_spec, dst_spec, expedited=False):
+            self.finished.append(TransferResult(job_id=job_id, success=True))
+            return True
+
+        def get_finished(self):
+            finished, self.finished = self.finished, []
+            return finished
+
+        def wait(self, job_ids):
+            return None
+
+    class GridproofOffloadingSpec(OffloadingSpec):
+        """The spec `OffloadingConnector` is built over: the "remembering" tier (the stand-in
+        above) or the "cpu" tier (vLLM's `CPUOffloadingManager`, LRU, room for
+        OFFLOAD_CPU_CHUNKS chunks), and the instant transfer engine."""
+
+        def __init__(self, config):
+            super().__init__(config)
+            self._manager = None
+
+        def get_manager(self):
+            if self._manager is None:
+                if self.extra_config.get("gridproof_tier", "remembering") == "cpu":
+                    from vllm.v1.kv_offload.cpu.manager import CPUOffloadingManager
+
+                    self._manager = CPUOffloadingManager(num_chunks=OFFLOAD_CPU_CHUNKS)
+                else:
+                    self._manager = RememberingManager()
+            return self._manager
+
+        def get_worker(self, kv_caches):
+            return InstantTransfers()
+
+    return SimpleNamespace(spec=GridproofOffloadingSpec, manager=RememberingManager, transfers=InstantTransfers)
+
+
+class OffloadSide:
+    """The offload connector around one `Scheduler`: the worker side played each step, and what
+    the scheduler side decided, read as it happens.
+
+    Real: the scheduler-role `OffloadingConnector` the `Scheduler` built from
+    `kv_transfer_config` (offloading/scheduler.py: what to store, what a lookup hits), and a
+    worker-role `OffloadingConnector` (offloading/worker.py: it submits a step's stores at the
+    next step's start, reports finished loads as `finished_recving` and completed jobs in
+    `OffloadingWorkerMetadata`), called in the model runner's order (gpu_model_runner.py:3934-3937,
+    kv_connector_model_runner_mixin.py:67-107). Stood in: the transfers (`InstantTransfers`) and,
+    unless the tier is "cpu", the tier's bookkeeping (`RememberingManager`).
+
+    Read, never changed: the connector's answer to each lookup, the external hit the scheduler
+    takes, the Mamba boundary states the GPU manager hands the connector, and every store the
+    tier accepts and completes (with the position the connector keyed it at)."""
+
+    def __init__(self, scheduler, config, kv_cache_config):
+        from vllm.distributed.kv_transfer.kv_connector.v1 import KVConnectorRole
+        from vllm.distributed.kv_transfer.kv_connector.v1.offloading_connector import OffloadingConnector
+        from vllm.v1.kv_offload.base import CanonicalKVCaches
+
+        self.connector = scheduler.connector
+        self.manager = self.connector.connector_scheduler.manager
+        self.worker = OffloadingConnector(config, KVConnectorRole.WORKER, kv_cache_config)
+        # Where `register_kv_caches` ends: the spec builds its transfer engine over the GPU
+        # tensors. The stand-in engine reads none, so there are none to canonicalize.
+        self.worker.connector_worker._init_worker(CanonicalKVCaches(tensors=[], group_data_refs=[]))
+        self.num_groups = len(kv_cache_config.kv_cache_groups)
+        self.answers: dict[str, tuple[int, int | None]] = {}  # req -> (local hit presented, answer)
+        self.external: dict[str, int] = {}  # req -> num_external_tokens at its admission
+        self.offered: list[tuple[str, int, int]] = []  # (req, group, boundary) handed to the connector
+        self.stores: dict[bytes, StoreRecord] = {}  # key -> the store the tier accepted
+        self._watch(scheduler)
+
+    def _watch(self, scheduler) -> None:
+        """Wrap the calls whose arguments or answers are read, each passing straight through."""
+        connector, manager, cache = self.connector, self.manager, scheduler.kv_cache_manager
+        matched, after_alloc = connector.get_num_new_matched_tokens, connector.update_state_after_alloc
+        prepare_store, complete_store = manager.prepare_store, manager.complete_store
+        handoffs = cache.take_boundary_state_offloads
+
+        def get_num_new_matched_tokens(request, num_computed_tokens):
+            answer = matched(request, num_computed_tokens)
+            if request.request_id not in self.external:  # the lookup its admission used: the last before it
+                self.answers[request.request_id] = (num_computed_tokens, answer[0])
+            return answer
+
+        def update_state_after_alloc(request, blocks, num_external_tokens):
+            self.external.setdefault(request.request_id, num_external_tokens)
+            return after_alloc(request, blocks, num_external_tokens)
+
+        def take_boundary_state_offloads():
+            offers = handoffs()
+            self.offered += [(req, group, end) for req, entries in offers.items() for group, _, end in entries]
+            return offers
+
+        def prepare_store_watched(keys, req_context):
+            from vllm.v1.kv_offload.base import get_offload_group_idx
+
+            output = prepare_store(keys, req_context)
+            for key in output.keys_to_store if output is not None else ():
+                end = req_context.get_offload_key_position(key)
+                self.stores[key] = StoreRecord(req_context.req_id, get_offload_group_idx(key), end)
+            return output
+
+        def complete_store_watched(keys, req_context, success=True):
+            for key in keys:
+                if success and key in self.stores:
+                    self.stores[key].done = True
+            return complete_store(keys, req_context, success)
+
+        connector.get_num_new_matched_tokens = get_num_new_matched_tokens
+        connector.update_state_after_alloc = update_state_after_alloc
+        cache.take_boundary_state_offloads = take_boundary_state_offloads
+        manager.prepare_store = prepare_store_watched
+        manager.complete_store = complete_store_watched
+
+    def worker_step(self, output):
+        """The worker side of one step, as the model runner drives it: its `KVConnectorOutput`."""
+        from vllm.v1.outputs import KVConnectorOutput
+
+        worker, meta = self.worker, output.kv_connector_metadata
+        worker.handle_preemptions(meta)
+        worker.bind_connector_metadata(meta)
+        worker.start_load_kv(None)  # the forward context, which OffloadingConnector does not read
+        worker.wait_for_save()
+        results = worker.get_transfer_results(output.finished_req_ids)
+        worker_meta = worker.build_connector_worker_meta()
+        worker.clear_connector_metadata()
+        return KVConnectorOutput(
+            finished_sending=results.finished_sending,
+            finished_recving=results.finished_recving,
+            kv_connector_worker_meta=worker_meta,
+        )
+
+    def observe(self, request_id: str, result: Prefill) -> None:
+        """Fill `result`'s offload fields with what was read for `request_id`."""
+        local, answer = self.answers.get(request_id, (0, 0))
+        result.local_hit, result.connector_hit = local, answer or 0
+        result.external_hit = self.external.get(request_id, 0)
+        groups = range(self.num_groups)
+        result.offered = {g: sorted({e for r, gr, e in self.offered if r == request_id and gr == g}) for g in groups}
+        result.stored = {
+            g: sorted(s.end for s in self.stores.values() if s.request_id == request_id and s.group == g and s.done)
+            for g in groups
+        }
+
+
+def prompt_tokens(length: int, seed: int = 0) -> list[int]:
+    """A prompt no other seed shares a block with."""
+    return [1 + (seed * 7919 + i * 104729 + (i * i) % 9973) % 31999 for i in range(length)]
+
+
+GROUP_KINDS = (TARGET, RECURRENT, DRAFT)
+
+
+def observe(geometry: Geometry, budget: int, prompt: int, offload: bool) -> dict:
+    """One case: a request for a `prompt`-token prompt run to its end, then the identical request,
+    restored from the GPU prefix cache or (with `offload`) from the offload tier alone."""
+    engine = RealEngine(EngineSetting.of(geometry, budget), offload=offload)
+    tokens = prompt_tokens(prompt)
+    if offload:
+        restore = engine.offload_hit(tokens)
+        first, again, hit = restore.first, restore.again, restore.hit
+    else:
+        first = engine.run(tokens)
+        again = engine.run(tokens)
+        hit = again.hit
+    where = "offload" if offload else "gpu"
+    return {"geometry": geometry.label, "budget": budget, "prompt_tokens": prompt, f"{where}_hit": hit} | {
+        "first": asdict(first),
+        "again": asdict(again),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m proofs.real_vllm.engine", description=__doc__.split("\n")[0])
+    parser.add_argument("geometry", help="a geometry file or built-in name")
+    parser.add_argument("--budget", type=int, help="max_num_scheduled_tokens (default: the geometry's)")
+    parser.add_argument("--prompt-tokens", type=int, help="prompt length (default: the geometry's request)")
+    parser.add_argument("--offload", action="store_true", help="restore through the OffloadingConnector alone")
+    args = parser.parse_args(argv)
+    try:
+        geometry = load_geometry(args.geometry)
+        budget = args.budget or geometry.deployment.max_num_scheduled_tokens
+        doc = observe(geometry, budget, args.prompt_tokens or geometry.request.prompt_tokens, args.offload)
+    except GridproofError as error:
+        print(error, file=sys.stderr)
+        return 2
+    print(json.dumps(doc))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
