@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from models.config import ConfigInputs, ResolvedConfig, resolve
 from models.errors import GridproofError
-from models.geometry import DRAFT, RECURRENT, TARGET, CacheGroup, Deployment, Geometry, Request
+from models.geometry import DENSE_RETENTION, DRAFT, RECURRENT, TARGET, CacheGroup, Deployment, Geometry, Request
 from models.hf_config import NO_MTP, HybridModel, MtpLayers
 from models.variants import Variant
 
@@ -415,11 +415,17 @@ def geometry_toml(geometry: Geometry) -> str:
     ]
     defaults = {f.name: f.default for f in fields(Deployment)}
     for key, value in d.__dict__.items():
-        if value is None or value == defaults[key] and key not in ("dcp_size", "block_size"):
+        if value == defaults[key] and key not in ("dcp_size", "block_size"):
             continue
+        if value is None:
+            if key != "prefix_cache_retention_interval":
+                continue
+            value = f'"{DENSE_RETENTION[0]}"'  # vLLM's None: TOML has no null
         lines.append(f"{key} = {str(value).lower() if isinstance(value, bool) else value}")
     for group in geometry.groups:
         lines += ["", "[[groups]]", f'kind = "{group.kind}"', f"block_size = {group.block_size}"]
         lines += [f"dcp_sharded = {str(group.dcp_sharded).lower()}", f"eagle = {str(group.eagle).lower()}"]
+        if group.count != 1:
+            lines.append(f"count = {group.count}")
     lines += ["", "[request]", f"prompt_tokens = {geometry.request.prompt_tokens}", ""]
     return "\n".join(lines)

@@ -59,6 +59,9 @@ class Deployment:
     prefill_checkpoint_alignment: int | None = None  # backend internal checkpoints
     shared_prefix_checkpoint: bool = False
     offload_blocks_per_chunk: int = 1
+    # vLLM's prefix_cache_retention_interval: 0 (its default) keeps only the recurrent states a
+    # replaying request resumes at, None keeps every one (dense), k one per k tokens.
+    prefix_cache_retention_interval: int | None = 0
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,7 @@ _DEPLOYMENT_FIELDS = {
     "prefill_checkpoint_alignment": ("positive", False),
     "shared_prefix_checkpoint": ("bool", False),
     "offload_blocks_per_chunk": ("positive", False),
+    "prefix_cache_retention_interval": ("retention", False),
 }
 _GROUP_FIELDS = {
     "kind": ("kind", True),
@@ -141,8 +145,19 @@ def _check_table(table: object, where: str, spec: dict) -> dict:
     return values
 
 
+# How a geometry file writes vLLM's `prefix_cache_retention_interval = None` (TOML has no null).
+DENSE_RETENTION = ("dense", "none")
+
+
 def check_value(name: str, value: object, rule: str):
-    """Validate one field; `rule` is positive, non-negative, bool or kind."""
+    """Validate one field; `rule` is positive, non-negative, bool, kind or retention (a
+    non-negative integer, or "dense"/"none" for vLLM's None)."""
+    if rule == "retention":
+        if isinstance(value, str) and value.lower() in DENSE_RETENTION:
+            return None
+        if isinstance(value, str):
+            raise GeometryError(f'{name}: expected a non-negative integer or "dense", got {value!r}')
+        return check_value(name, value, "non-negative")
     if rule == "bool":
         if not isinstance(value, bool):
             raise GeometryError(f"{name}: expected true or false, got {value!r}")
