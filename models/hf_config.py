@@ -293,6 +293,14 @@ READERS = {
 }
 
 
+# The internal prefill checkpoint each recurrent layer class declares in vLLM 0.33.0's
+# get_kv_cache_spec (num_prefill_checkpoint_blocks = 1 at this alignment): MambaMixer2, every
+# Mamba-2 family's layer (mamba_mixer2.py:1108-1118). Qwen's GDN declares one only under the
+# FlashInfer GDN prefill backend and Kimi-K3's FlashKDA at 16 tokens (models/kimi_k3/nvidia/kda.py):
+# a config.json or family file states those itself (`prefill_checkpoint_alignment`).
+LAYER_CHECKPOINT_ALIGNMENT = {"mamba2": 1}
+
+
 def parse_model(config: dict, name: str, source: str = "") -> HybridModel:
     if not isinstance(config, dict):
         raise ModelConfigError(f"{name}: expected a JSON object")
@@ -312,6 +320,8 @@ def parse_model(config: dict, name: str, source: str = "") -> HybridModel:
     try:
         use_mla, kv_heads, head_size, kind, fields = READERS[model_type](config)
         alignment = _optional_count(config, "prefill_checkpoint_alignment", 0)
+        if "prefill_checkpoint_alignment" not in config:
+            alignment = LAYER_CHECKPOINT_ALIGNMENT.get(kind)
         max_position_embeddings = _optional_count(config, "max_position_embeddings", 1)
     except ModelConfigError as error:
         raise ModelConfigError(f"{name}: {error}") from None
