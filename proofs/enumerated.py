@@ -310,6 +310,8 @@ def certificate(entry) -> dict:
 
 
 def write_certificates(entries, directory: Path) -> list[Path]:
+    from proofs import atomic
+
     written = []
     for entry in entries:
         if not entry.enumeration:
@@ -317,7 +319,7 @@ def write_certificates(entries, directory: Path) -> list[Path]:
         directory.mkdir(parents=True, exist_ok=True)
         data = certificate(entry)
         stem = f"{entry.theorem}--{entry.variant.replace(':', '-')}"
-        (directory / f"{stem}.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        atomic.write_text(directory / f"{stem}.json", json.dumps(data, indent=2) + "\n")
         lines = [
             f"{entry.theorem} / {entry.variant}: {entry.verdict} (manifest: {entry.expected})",
             "decided by enumeration, not an SMT query: the engine model run on every case of the domain",
@@ -329,7 +331,7 @@ def write_certificates(entries, directory: Path) -> list[Path]:
             lines.append("failing case: " + ", ".join(f"{k}={v}" for k, v in entry.counterexample.items()))
             lines.append(f"why: {entry.reason}")
         lines.append(f"decide again: {entry.reproduce}")
-        (directory / f"{stem}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        atomic.write_text(directory / f"{stem}.txt", "\n".join(lines) + "\n")
         written += [directory / f"{stem}.json", directory / f"{stem}.txt"]
     return written
 

@@ -232,3 +232,114 @@ def test_a_misspelt_name_is_answered_with_the_closest_known(args, hint, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and hint in err, err
     assert "mutant:stop-at-start" not in err  # the hand mutants are counted, not listed
+
+
+# --- whole report directories -------------------------------------------------------------------------
+
+
+def _files(directory: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def test_a_report_dir_is_replaced_whole_by_the_next_run(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["prove", "--theorem", THEOREM, "--report-dir", str(out), "--no-cache"]) == 0
+    assert main(["prove", "--theorem", "split-bounds", "--variant", "baseline", "--report-dir", str(out)]) == 0
+    capsys.readouterr()
+    # Nothing of the first run is left beside the second's: not its smt2 files, not its renderings.
+    assert not list((out / "smt2").glob(f"{THEOREM}.*"))
+    assert [e["theorem"] for e in json.loads((out / "result.json").read_text())["entries"]] == ["split-bounds"]
+    assert THEOREM not in (out / "report.html").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no staging directory left
+
+
+def test_a_report_dir_holding_other_files_is_refused_before_the_run(tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    assert main(["prove", "--theorem", THEOREM, "--report-dir", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "holds notes.txt, which gridproof does not write" in err
+    assert _files(out) == {"notes.txt": b"mine"}
+
+
+@pytest.mark.parametrize("failing", ["report.html", "results.sarif", "smt2"])
+def test_a_report_dir_whose_writing_fails_keeps_the_previous_run_whole(failing, tmp_path, monkeypatch, capsys):
+    from proofs import atomic
+
+    out = tmp_path / "out"
+    assert main(["prove", "--theorem", THEOREM, "--report-dir", str(out)]) == 0
+    before = _files(out)
+    write = atomic.write_text
+
+    def full_disk(path, text):
+        if failing in path.parts or path.name == failing:
+            raise OSError(28, "No space left on device", str(path))
+        write(path, text)
+
+    monkeypatch.setattr(atomic, "write_text", full_disk)
+    capsys.readouterr()
+    assert main(["prove", "--theorem", "split-bounds", "--variant", "baseline", "--report-dir", str(out)]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("gridproof: error")]
+    assert len(errors) == 1 and errors[0].startswith(f"gridproof: error: --report-dir: cannot write {out}/{failing}")
+    assert errors[0].endswith(": No space left on device")
+    assert _files(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_report_out_is_written_whole_or_not_at_all(report_dir, tmp_path, monkeypatch, capsys):
+    from proofs import atomic
+
+    out = tmp_path / "summary.md"
+    out.write_text("the previous summary\n")
+    opened = os.fdopen
+
+    class HalfWritten:
+        """A file that takes half of what is written to it, then finds the disk full."""
+
+        def __init__(self, handle, *args, **kwargs):
+            self.file = opened(handle, *args, **kwargs)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *problem):
+            self.file.close()
+
+        def write(self, text):
+            self.file.write(text[: len(text) // 2])
+            self.file.flush()
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(atomic.os, "fdopen", HalfWritten)
+    assert main(["report", str(report_dir / "result.json"), "--format", "md-summary", "--out", str(out)]) == 2
+    monkeypatch.undo()
+    assert "No space left on device" in capsys.readouterr().err
+    assert out.read_text() == "the previous summary\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.md"]
+
+
+LONG = "x" * 300
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["prove", "--theorem", THEOREM, "--report-dir", f"{{tmp}}/{LONG}"],
+        ["prove", "--theorem", THEOREM, "--cache", f"{{tmp}}/{LONG}"],
+        ["prove", "--theorem", THEOREM, "--against", f"{{tmp}}/{LONG}.json"],
+        ["mine", THEOREM, "--variant", "baseline", "--out", f"{{tmp}}/{LONG}"],
+        ["source", "--vllm", f"{{tmp}}/{LONG}"],
+        ["source", "--diff", "0.33.0", f"{{tmp}}/{LONG}"],
+        ["report", "{saved}", "--out", f"{{tmp}}/{LONG}.md"],
+        ["report", "{saved}", "--out", ""],
+        ["prove", "--theorem", THEOREM, "--report-dir", ""],
+    ],
+)
+def test_a_path_no_file_system_takes_is_one_line_and_exit_2(args, report_dir, tmp_path, capsys):
+    args = [a.format(tmp=tmp_path, saved=report_dir / "result.json") for a in args]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gridproof: error: ") and err.count("\n") == 1 and "Traceback" not in err
+    assert len(err) < 300
+    assert list(tmp_path.iterdir()) == []

@@ -17,6 +17,7 @@ from proofs.commands.arguments import (
     UsageError,
     budgets,
     non_negative_integer,
+    path_name,
     positive_integer,
     variant_name,
     z3_rlimit,
@@ -69,7 +70,7 @@ def add_parser(sub) -> None:
     parser.add_argument(
         "--out",
         metavar="DIR",
-        type=Path,
+        type=path_name,
         help="where to write the cases (default: tests/regressions, the corpus the tests replay, when run from the "
         f"gridproof checkout; from anywhere else ./{ELSEWHERE}, never the checkout's tests/)",
     )
@@ -158,8 +159,11 @@ def run(args: argparse.Namespace) -> int:
     if args.budget and not args.geometry:
         raise UsageError("--budget: only with --geometry")
     out = args.out or default_out()
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out: {out} exists and is not a directory")
+    try:
+        if out.exists() and not out.is_dir():
+            raise UsageError(f"--out: {out} exists and is not a directory")
+    except OSError as error:
+        raise UsageError(f"--out: cannot use {out}: {error.strerror}") from None
     command = command_line(args)
     if args.geometry:
         return _record_geometry(args, out, command)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from proofs.commands.arguments import path_text
 from proofs.source.report import DEFAULT_FUNCTIONS, FUNCTIONS
 
 
@@ -14,10 +15,16 @@ def add_parser(sub) -> None:
         "source", help="prove the shipped vLLM functions equivalent to the model (or diff two releases)"
     )
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--vllm", metavar="PATH", help="a vLLM checkout, an unpacked wheel or a .whl file")
+    where.add_argument(
+        "--vllm", metavar="PATH", type=path_text, help="a vLLM checkout, an unpacked wheel or a .whl file"
+    )
     where.add_argument("--vllm-version", metavar="X.Y.Z", help="the installed vLLM if that version, else its wheel")
     where.add_argument(
-        "--diff", nargs=2, metavar=("A", "B"), help="two releases (X.Y.Z) or paths, function by function"
+        "--diff",
+        nargs=2,
+        metavar=("A", "B"),
+        type=path_text,
+        help="two releases (X.Y.Z) or paths, function by function",
     )
     parser.add_argument(
         "--function",

@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from proofs import atomic
 from proofs.lemmas import validity_queries
 from proofs.solver import Query
 
@@ -91,16 +92,16 @@ def write_smt2(entries, directory: Path) -> list[Path]:
     options: dict[str, str] = {}
     for entry, obligation, query, name in exported(entries):
         path = directory / name
-        path.write_text(header(entry, obligation, query, name) + query.text, encoding="utf-8")
+        atomic.write_text(path, header(entry, obligation, query, name) + query.text)
         written.append(path)
         options[options_file(query.z3_options)] = query.z3_options
     for name, text in sorted(options.items()):
         note = "; Z3-only options gridproof decides with: read before an obligation's file, by z3 alone\n"
-        (directory / name).write_text(note + text, encoding="utf-8")
+        atomic.write_text(directory / name, note + text)
         written.append(directory / name)
     for family, text in validity_queries().items():
         path = directory / f"lemma-{family}.smt2"
         note = f"; lemma family {family} (models/arith.py): unsat proves it follows from the witness definitions\n"
-        path.write_text(note + text, encoding="utf-8")
+        atomic.write_text(path, note + text)
         written.append(path)
     return written
