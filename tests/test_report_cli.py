@@ -343,3 +343,43 @@ def test_a_path_no_file_system_takes_is_one_line_and_exit_2(args, report_dir, tm
     assert err.startswith("gridproof: error: ") and err.count("\n") == 1 and "Traceback" not in err
     assert len(err) < 300
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_report_dir_run_prints_no_matplotlib_warning(tmp_path):
+    """groups-published-on-target-boundaries' counterexamples have a dozen inputs of size 1: their
+    label was wider than the figure, and matplotlib warned once per figure."""
+    command = [sys.executable, "-W", "always", "-m", "proofs.cli", "prove", "--theorem"]
+    command += ["groups-published-on-target-boundaries", "--report-dir", str(tmp_path / "out"), "--no-cache"]
+    done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "Warning" not in done.stderr
+    assert (tmp_path / "out" / "report.html").read_text().count("<svg") > 6  # the counterexamples are drawn
+
+
+def _large(result: dict, entries: int) -> dict:
+    """A result of `entries` entries, each of a theorem and variant of its own, many with counterexamples."""
+    base = result["entries"]
+    large = dict(result)
+    large["entries"] = [
+        {**base[i % len(base)], "theorem": f"theorem-{i}", "variant": f"variant-{i}"} for i in range(entries)
+    ]
+    for i, entry in enumerate(large["entries"]):
+        if entry.get("counterexample"):
+            entry["counterexample"] = {**entry["counterexample"], "computed": i}
+    return large
+
+
+def test_report_on_33000_entries_is_linear_in_them(result, tmp_path):
+    """A table with a column per variant name and a row per theorem was 10^9 cells for 33,000 entries,
+    each with a name of its own (killed for want of memory after 200 s), and every counterexample was
+    drawn (0.1 s each)."""
+    from proofs.report import render
+
+    large = _large(result, 33_000)
+    markdown = render(large, "md")
+    header = next(line for line in markdown.splitlines() if line.startswith("| theorem |"))
+    assert header.count("|") <= 8
+    assert len(markdown) < 3_000 * len(large["entries"])
+    html = render(large, "html")
+    assert html.count("<svg") <= 60 + 10
+    assert len(html) < 5_000 * len(large["entries"])

@@ -282,7 +282,7 @@ def counterexample_figure(values: dict, sizes: set[str]) -> str | None:
     same: dict[int, list[str]] = {}  # inputs of equal size share one row
     for name, size in grids.items():
         same.setdefault(size, []).append(name)
-    ordered_grids = [(", ".join(names), size) for size, names in sorted(same.items())]
+    ordered_grids = [(_names(names), size) for size, names in sorted(same.items())]
     for y, (name, size) in enumerate(ordered_grids):
         marks = [0, *_grid(size, int(end))]
         ax.hlines(y, 0, end, colors="#e5e7eb", linewidth=0.6)
@@ -312,6 +312,18 @@ def counterexample_figure(values: dict, sizes: set[str]) -> str | None:
         ax.spines[side].set_visible(False)
     ax.tick_params(axis="y", length=0)
     return to_svg(figure)
+
+
+SHOWN_NAMES = 3  # inputs named in one row's label; the others counted
+
+
+def _names(names: list[str]) -> str:
+    """The inputs of one size, as a label of bounded length: a counterexample of many groups has a dozen
+    inputs of size 1, whose label, written whole, was wider than the figure (matplotlib then warned that
+    the layout collapsed, once per such figure)."""
+    if len(names) <= SHOWN_NAMES:
+        return ", ".join(names)
+    return f"{', '.join(names[:SHOWN_NAMES])} and {len(names) - SHOWN_NAMES} more"
 
 
 def _mark_first(ax, position: int, y: float, colour: str) -> None:

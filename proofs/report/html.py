@@ -6,12 +6,13 @@ from __future__ import annotations
 from html import escape
 
 from proofs.report import drawings
-from proofs.report.markdown import bounded_text, format_value, hypothesis_mark
+from proofs.report.markdown import bounded_text, format_value, hypothesis_marks
 from proofs.report.result import (
     by_theorem,
     headline,
     is_mutant,
     is_ok,
+    others,
     problems,
     selection_text,
     variants,
@@ -61,7 +62,9 @@ def _facts(result: dict) -> str:
 
 def _overview(result: dict) -> str:
     shown = variants(result["entries"])
-    head = "<tr><th>theorem</th>" + "".join(f"<th>{escape(v)}</th>" for v in shown) + "<th>mutants refuted</th></tr>"
+    other = bool(others(result["entries"]))
+    columns = [*shown, *(["other variants as expected"] if other else []), "mutants refuted"]
+    head = "<tr><th>theorem</th>" + "".join(f"<th>{escape(v)}</th>" for v in columns) + "</tr>"
     body = []
     for theorem, group in by_theorem(result["entries"]).items():
         per = {e["variant"]: e for e in group}
@@ -73,15 +76,20 @@ def _overview(result: dict) -> str:
             else:
                 flag = "" if is_ok(e) else f' <span class="bad">✗ expected {escape(e["expected"])}</span>'
                 cells.append(f"<td>{badge(e['verdict'])}{flag}</td>")
-        mutants = [e for e in group if is_mutant(e["variant"])]
-        killed = sum(e["verdict"] == "REFUTED" for e in mutants)
-        cls = "bad" if any(not is_ok(e) for e in mutants) else "ok"
-        mutant_cell = f'<td class="{cls}">{killed}/{len(mutants)}</td>' if mutants else "<td>–</td>"
+        if other:
+            cells.append(_count_cell(others(group), is_ok))
+        cells.append(_count_cell([e for e in group if is_mutant(e["variant"])], lambda e: e["verdict"] == "REFUTED"))
         body.append(
-            f'<tr><td><a href="#{escape(theorem)}"><code>{escape(theorem)}</code></a></td>'
-            f"{''.join(cells)}{mutant_cell}</tr>"
+            f'<tr><td><a href="#{escape(theorem)}"><code>{escape(theorem)}</code></a></td>{"".join(cells)}</tr>'
         )
     return f"<table>{head}{''.join(body)}</table>"
+
+
+def _count_cell(entries: list[dict], counted) -> str:
+    if not entries:
+        return "<td>–</td>"
+    cls = "bad" if any(not is_ok(e) for e in entries) else "ok"
+    return f'<td class="{cls}">{sum(1 for e in entries if counted(e))}/{len(entries)}</td>'
 
 
 def _deployments(result: dict) -> str:
@@ -137,7 +145,30 @@ def _mark_cell(mark: str) -> str:
     return f"<td>{escape(mark)}</td>"
 
 
-def _theorem(theorem: str, group: list[dict]) -> str:
+MAX_FIGURES = 60  # counterexample drawings per report: each takes matplotlib about 0.1 s
+
+
+class _Figures:
+    """The counterexample drawings of one report: each distinct one drawn once, and at most
+    MAX_FIGURES in all; the others are shown as their tables alone (a result of 33,000 refuted
+    entries took an hour drawing them)."""
+
+    def __init__(self) -> None:
+        self.drawn: dict[tuple, str | None] = {}
+        self.left_out = 0
+
+    def figure(self, values: dict, sizes: set[str]) -> str | None:
+        key = (tuple(sorted((k, repr(v)) for k, v in values.items())), frozenset(sizes))
+        if key not in self.drawn:
+            if len(self.drawn) >= MAX_FIGURES:
+                self.left_out += 1
+                return None
+            self.drawn[key] = drawings.counterexample_figure(values, sizes)
+        return self.drawn[key]
+
+
+def _theorem(theorem: str, group: list[dict], figures: _Figures | None = None) -> str:
+    figures = figures or _Figures()
     first = group[0]
     out = [f'<h3 id="{escape(theorem)}"><code>{escape(theorem)}</code></h3>']
     facts = [f"subject {escape(first.get('subject') or '?')}", f"tier {escape(first.get('tier') or '?')}"]
@@ -165,14 +196,12 @@ def _theorem(theorem: str, group: list[dict]) -> str:
     )
 
     real = [e for e in group if not is_mutant(e["variant"])]
-    hypotheses: list[str] = []
-    for e in real:
-        hypotheses += [h for h in e.get("hypotheses", []) if h not in hypotheses]
+    hypotheses = list(dict.fromkeys(h for e in real for h in e.get("hypotheses", [])))
     if hypotheses and real:
         head = "<tr><th>hypothesis</th>" + "".join(f"<th>{escape(e['variant'])}</th>" for e in real) + "</tr>"
+        marks = [hypothesis_marks(e) for e in real]
         body = "".join(
-            f"<tr><td>{escape(h)}</td>" + "".join(_mark_cell(hypothesis_mark(e, h)) for e in real) + "</tr>"
-            for h in hypotheses
+            f"<tr><td>{escape(h)}</td>" + "".join(_mark_cell(mark(h)) for mark in marks) + "</tr>" for h in hypotheses
         )
         out.append(
             '<p class="muted">Hypotheses: <b>used</b> = needed (without it, Z3 found a model of the rest that '
@@ -203,7 +232,7 @@ def _theorem(theorem: str, group: list[dict]) -> str:
             f"<h4>Counterexample for {escape(e['variant'])} ({escape(e['verdict'])}){reason}</h4>"
             f'<div class="cex">{cells}</div>'
         )
-        svg = drawings.counterexample_figure(values, sizes)
+        svg = figures.figure(values, sizes)
         if svg:
             out.append(
                 f"<figure>{svg}<figcaption>The counterexample's token positions on one axis, the tokens requested "
@@ -253,7 +282,14 @@ def render_html(result: dict, deployments: bool = True) -> str:
     if deployments:
         parts.append(_deployments(result))
     parts.append("<h2>Theorems</h2>")
-    parts += [_theorem(t, g) for t, g in by_theorem(entries).items()]
+    figures = _Figures()
+    theorems = [_theorem(t, g, figures) for t, g in by_theorem(entries).items()]
+    if figures.left_out:
+        parts.append(
+            f'<p class="muted">{len(figures.drawn)} distinct counterexamples are drawn; '
+            f"{figures.left_out} more are shown as their values alone.</p>"
+        )
+    parts += theorems
     if seeds:
         rows = "".join(
             f"<tr><td><code>{escape(r['theorem'])}</code></td><td>{escape(r['variant'])}</td>"

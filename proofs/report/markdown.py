@@ -8,6 +8,7 @@ from proofs.report.result import (
     headline,
     is_mutant,
     is_ok,
+    others,
     problems,
     selection_text,
     variants,
@@ -31,21 +32,26 @@ def verdict_cell(entry: dict | None) -> str:
 def overview_rows(result: dict) -> tuple[list[str], list[str]]:
     """The verdict table, one row per theorem: its header lines and its rows."""
     shown = variants(result["entries"])
-    header = [
-        "| theorem | " + " | ".join(shown) + " | mutants refuted |",
-        "|---|" + "---|" * len(shown) + "---|",
-    ]
+    other = bool(others(result["entries"]))
+    columns = [*shown, *(["other variants as expected"] if other else []), "mutants refuted"]
+    header = ["| theorem | " + " | ".join(columns) + " |", "|---|" + "---|" * len(columns)]
     rows = []
     for theorem, group in by_theorem(result["entries"]).items():
         per_variant = {e["variant"]: e for e in group}
-        mutants = [e for e in group if is_mutant(e["variant"])]
-        killed = sum(e["verdict"] == "REFUTED" for e in mutants)
-        mutant_text = f"{killed}/{len(mutants)}" if mutants else "–"
-        if any(not is_ok(e) for e in mutants):
-            mutant_text = f"**{mutant_text}** ✗"
         cells = [verdict_cell(per_variant.get(v)) for v in shown]
-        rows.append(f"| `{cell(theorem)}` | " + " | ".join(cells) + f" | {mutant_text} |")
+        if other:
+            cells.append(count_cell(others(group), lambda e: is_ok(e)))
+        cells.append(count_cell([e for e in group if is_mutant(e["variant"])], lambda e: e["verdict"] == "REFUTED"))
+        rows.append(f"| `{cell(theorem)}` | " + " | ".join(cells) + " |")
     return header, rows
+
+
+def count_cell(entries: list[dict], counted) -> str:
+    """How many of `entries` are `counted` (mutants refuted, other variants as expected), marked when one fails."""
+    if not entries:
+        return "–"
+    text = f"{sum(1 for e in entries if counted(e))}/{len(entries)}"
+    return f"**{text}** ✗" if any(not is_ok(e) for e in entries) else text
 
 
 def failure_lines(result: dict) -> list[str]:
@@ -115,19 +121,42 @@ def render_summary(result: dict) -> str:
     return "\n".join(lines[:SUMMARY_MAX_LINES]) + "\n"
 
 
-def _uses(entry: dict, hypothesis: str, key: str = "hypotheses_used") -> bool:
-    used = entry.get(key, [])
-    return hypothesis in used or any(u.endswith(f": {hypothesis}") for u in used)
+def _named(used: list[str]) -> set[str]:
+    """The hypotheses `used` names: each as written, and, for one a theorem of several obligations names
+    `obligation: hypothesis`, what follows each ": " in it."""
+    names = set()
+    for name in used:
+        names.add(name)
+        while ": " in name:
+            name = name.split(": ", 1)[1]
+            names.add(name)
+    return names
+
+
+def hypothesis_marks(entry: dict | None):
+    """The mark of each hypothesis in the table for `entry`, as a function of the hypothesis: the
+    entry's lists read into sets once, not once per hypothesis (a table row per hypothesis, a column
+    per entry)."""
+    if entry is None:
+        return lambda hypothesis: "n/a"
+    stated = set(entry.get("hypotheses", []))
+    proved = entry["verdict"] == "PROVED"
+    used, unconfirmed = _named(entry.get("hypotheses_used", [])), _named(entry.get("hypotheses_unconfirmed", []))
+
+    def mark(hypothesis: str) -> str:
+        if hypothesis not in stated:
+            return "n/a"
+        if not proved:
+            return "–"
+        if hypothesis not in used:
+            return "unused"
+        return "**used?**" if hypothesis in unconfirmed else "**used**"
+
+    return mark
 
 
 def hypothesis_mark(entry: dict | None, hypothesis: str) -> str:
-    if entry is None or hypothesis not in entry.get("hypotheses", []):
-        return "n/a"
-    if entry["verdict"] != "PROVED":
-        return "–"
-    if not _uses(entry, hypothesis):
-        return "unused"
-    return "**used?**" if _uses(entry, hypothesis, "hypotheses_unconfirmed") else "**used**"
+    return hypothesis_marks(entry)(hypothesis)
 
 
 def format_value(value: object) -> str:
@@ -160,9 +189,7 @@ def render_theorem(theorem: str, group: list[dict]) -> list[str]:
     lines.append("")
 
     real = [e for e in group if not is_mutant(e["variant"])]
-    hypotheses: list[str] = []
-    for e in real:
-        hypotheses += [h for h in e.get("hypotheses", []) if h not in hypotheses]
+    hypotheses = list(dict.fromkeys(h for e in real for h in e.get("hypotheses", [])))
     if hypotheses and real:
         lines += [
             "Hypotheses: **used** = needed (without it, Z3 found a model of the rest that misses the goal); "
@@ -172,8 +199,9 @@ def render_theorem(theorem: str, group: list[dict]) -> list[str]:
             "| hypothesis | " + " | ".join(cell(e["variant"]) for e in real) + " |",
             "|---|" + "---|" * len(real),
         ]
+        marks = [hypothesis_marks(e) for e in real]
         for h in hypotheses:
-            lines.append(f"| {cell(h)} | " + " | ".join(hypothesis_mark(e, h) for e in real) + " |")
+            lines.append(f"| {cell(h)} | " + " | ".join(mark(h) for mark in marks) + " |")
         lines.append("")
 
     for e in group:

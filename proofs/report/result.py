@@ -34,7 +34,7 @@ _ENTRY = Fields(
         "hypotheses_used": ListOf("str"),
         "hypotheses_unconfirmed": ListOf("str"),
         "hypotheses": ListOf("str"),
-        "counterexample": Optional(MapOf("scalar")),
+        "counterexample": Optional(MapOf(Optional("scalar"))),
         "reason": "str",
         "ablations": MapOf("str"),
         "conjuncts_alone": MapOf("str"),
@@ -108,7 +108,8 @@ def load_result(path: str | Path) -> dict:
     except ValueError as error:
         raise ReportError(f"{path}: not usable JSON: {error}") from None
     check_result(data, str(path))
-    _check_text(data, str(path))
+    if _ESCAPED_NOT_TEXT.search(text):  # JSON spells both only as escapes: without one, no string holds them
+        _check_text(data, str(path))
     return data
 
 
@@ -119,23 +120,48 @@ def _no_constant(name: str):
 # What no string of a result holds: control characters other than tab and line ends (invalid in JUnit's
 # XML), and lone surrogates, which JSON's \ud800 spells and no UTF-8 report can write.
 _NOT_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff]")
+# Their JSON escapes (a raw control character is not JSON, a surrogate has no UTF-8): \u0000 to \u001f and
+# \ud800 to \udfff, a few allowed ones among them.
+_ESCAPED_NOT_TEXT = re.compile(r"\\u(?:00[01][0-9a-fA-F]|[dD][89a-fA-F][0-9a-fA-F]{2})")
 
 
 def _check_text(data, where: str) -> None:
-    """Every string of `data`, keys included, is text a report can write; else one line naming it."""
-    pending = [(data, where)]
+    """Every string of `data`, keys included, is text a report can write; else one line naming it.
+    A value's place is kept as a chain of (parent, key) and written out only for the one refused:
+    spelled out for each of a large result's million values, it took longer than the reading."""
+    pending: list[tuple[object, tuple | None]] = [(data, None)]
     while pending:
-        value, at = pending.pop()
+        value, trail = pending.pop()
         if isinstance(value, str):
             found = _NOT_TEXT.search(value)
             if found:
                 kind = "a lone surrogate" if "\ud800" <= found.group() <= "\udfff" else "a control character"
-                raise ReportError(f"{at}: holds U+{ord(found.group()):04X}, {kind}, which no result holds")
+                raise ReportError(
+                    f"{_place(where, trail)}: holds U+{ord(found.group()):04X}, {kind}, which no result holds"
+                )
         elif isinstance(value, dict):
             for key, item in value.items():
-                pending += [(key, f"{at} (a key)"), (item, f"{at}.{key}" if at != where else f"{at}: {key}")]
+                pending.append((key, (trail, key, True)))
+                pending.append((item, (trail, key, False)))
         elif isinstance(value, list):
-            pending += [(item, f"{at}[{i}]") for i, item in enumerate(value)]
+            pending += [(item, (trail, i, False)) for i, item in enumerate(value)]
+
+
+def _place(where: str, trail: tuple | None) -> str:
+    """`where` followed by the path a trail of (parent, key, is the key itself) spells."""
+    steps = []
+    while trail is not None:
+        trail, key, itself = trail
+        steps.append((key, itself))
+    at = where
+    for depth, (key, itself) in enumerate(reversed(steps)):
+        if itself:
+            return f"{at} (a key)"
+        if isinstance(key, int):
+            at = f"{at}[{key}]"
+        else:
+            at = f"{at}.{key}" if depth else f"{at}: {key}"
+    return at
 
 
 def check_result(data, where: str = "result") -> None:
@@ -205,8 +231,17 @@ def by_theorem(entries: Iterable[dict]) -> dict[str, list[dict]]:
 
 
 def variants(entries: Iterable[dict]) -> list[str]:
-    """The non-mutant variants present, in the usual order."""
-    return sorted({e["variant"] for e in entries if not is_mutant(e["variant"])}, key=variant_sort_key)
+    """The engine's variants present (models/variants.py), in its order: one column each of the
+    verdict table. Any other name (not a mutant) is counted in a column of its own (`others`), so
+    the table is as wide whatever the result holds: a column per name, over a row per theorem, made
+    a result of 33,000 entries with as many names a table of 10^9 cells."""
+    present = {e["variant"] for e in entries}
+    return [v for v in VARIANT_ORDER if v in present]
+
+
+def others(entries: Iterable[dict]) -> list[dict]:
+    """The entries of a variant neither the engine's nor a mutant."""
+    return [e for e in entries if e["variant"] not in VARIANT_ORDER and not is_mutant(e["variant"])]
 
 
 def counts(entries: Iterable[dict]) -> dict[str, int]:
