@@ -8,7 +8,9 @@ may move between runs and are not compared. An entry present in one result
 only is a difference.
 
 Exit status 0: the same conclusions; 1: some differ (each difference is a
-line naming the entry); 2: a file that is not a result (one line on stderr).
+line naming the entry); 2: a file that is not a result, or one holding no
+entry or an entry twice (one line on stderr): an empty result agreed with
+an empty one.
 Where `gridproof prove --against` looks for regressions since an earlier run,
 this asks whether two runs (say, before and after a refactoring) agree.
 """
@@ -19,7 +21,7 @@ import sys
 
 from models.errors import GridproofError
 from proofs.commands.arguments import Parser
-from proofs.report.result import key, load_result
+from proofs.report.result import key, load_baseline
 
 # What a run concludes per entry, with the wording a difference is printed in.
 COMPARED = (
@@ -92,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("second", metavar="B.json")
     try:
         args = parser.parse_args(argv)
-        first, second = load_result(args.first), load_result(args.second)
+        first, second = load_baseline(args.first), load_baseline(args.second)
         found = differences(first, second, (args.first, args.second))
     except GridproofError as error:
         print(f"compare_results: error: {error}", file=sys.stderr)

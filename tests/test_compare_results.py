@@ -127,3 +127,42 @@ def test_an_enumerated_counterexample_names_its_case(tmp_path):
     assert same.returncode == 0, same.stderr
     report = _run("-m", "proofs.cli", "report", str(path))
     assert report.returncode == 0, report.stderr
+
+
+def _edited(first: Path, tmp_path: Path, edit, name: str = "edited.json") -> Path:
+    data = json.loads(first.read_text())
+    edit(data)
+    path = tmp_path / name
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    "edit, problem",
+    [
+        (lambda d: d.update(entries=[]), "holds no entries"),
+        (lambda d: d["entries"].append(dict(d["entries"][0])), "appears twice"),
+    ],
+    ids=["no entries", "an entry twice"],
+)
+def test_a_result_no_comparison_can_rest_on_is_refused(results, tmp_path, edit, problem):
+    """An empty result agreed with an empty one ("same: 0 entries agree"); of two entries for one
+    (theorem, variant) one was never compared."""
+    first, _ = results
+    weak = _edited(first, tmp_path, edit)
+    for run in (compare(first, weak), compare(weak, first), compare(weak, weak)):
+        assert run.returncode == 2 and run.stdout == ""
+        assert len(run.stderr.strip().splitlines()) == 1 and problem in run.stderr
+
+
+def test_a_counterexample_holding_null_is_read(results, tmp_path):
+    # geometry-refuses-unusable's failing cases leave fields null: such a result was refused as damaged.
+    first, _ = results
+
+    def null(data):
+        refuted = next(e for e in data["entries"] if e["counterexample"])
+        refuted["counterexample"]["refused"] = None
+
+    path = _edited(first, tmp_path, null)
+    run = compare(first, path)
+    assert run.returncode == 1 and "refused=None" in run.stdout

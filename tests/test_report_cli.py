@@ -383,3 +383,63 @@ def test_report_on_33000_entries_is_linear_in_them(result, tmp_path):
     html = render(large, "html")
     assert html.count("<svg") <= 60 + 10
     assert len(html) < 5_000 * len(large["entries"])
+
+
+# --- a strict gate: prove --against OLD.json ----------------------------------------------------------
+
+
+def _old(result: dict, tmp_path: Path, edit) -> Path:
+    old = json.loads(json.dumps(result))
+    edit(old)
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(old))
+    return path
+
+
+def _against(path: Path, capsys, *selection: str) -> tuple[int, str, str]:
+    status = main(["prove", "--theorem", THEOREM, *selection, "--against", str(path), "--no-cache"])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+@pytest.mark.parametrize(
+    "edit, problem",
+    [
+        (lambda old: old.update(entries=[]), "holds no entries, so nothing can be compared with it"),
+        (lambda old: old["entries"].insert(0, {**old["entries"][0], "verdict": "REFUTED"}), "appears twice"),
+        (
+            lambda old: old.update(selection={**old["selection"], "variant": "baseline"}),
+            "does not cover this run's",
+        ),
+        # A selection only the entries can refute: a tier, against a theorem named now.
+        (
+            lambda old: (old.update(selection={"theorem": None, "tier": "slow"}), old["entries"].pop()),
+            "does not cover this run's",
+        ),
+    ],
+    ids=["no entries", "an entry twice", "a narrower selection", "another tier"],
+)
+def test_a_baseline_that_cannot_stand_for_the_run_is_refused(result, tmp_path, capsys, edit, problem):
+    status, out, err = _against(_old(result, tmp_path, edit), capsys)
+    assert status == 2, out
+    errors = [line for line in err.splitlines() if line.startswith("gridproof: error")]
+    assert len(errors) == 1 and problem in errors[0]
+
+
+def test_an_entry_missing_from_the_baseline_or_removed_from_the_run_is_a_regression(result, tmp_path, capsys):
+    def edit(old):
+        gone = next(e for e in old["entries"] if e["variant"] == "mutant:slot-off-by-one")
+        old["entries"].remove(gone)  # hides whatever the mutant's entry did since
+        old["entries"].append({**old["entries"][0], "variant": "mutant:no-longer-here"})
+
+    status, out, _ = _against(_old(result, tmp_path, edit), capsys)
+    assert status == 1
+    assert f"MISSING {THEOREM} / mutant:slot-off-by-one: REFUTED now; the old run selected it" in out
+    assert f"REMOVED {THEOREM} / mutant:no-longer-here: was PROVED, not in this run" in out
+
+
+def test_a_baseline_wider_than_the_run_is_compared_where_they_meet(result, tmp_path, capsys):
+    status, out, _ = _against(_old(result, tmp_path, lambda old: None), capsys, "--variant", "baseline")
+    assert status == 0
+    assert "no regression" in out
+    assert f"note: {len(result['entries']) - 1} entries of the old run are outside this run's selection" in out

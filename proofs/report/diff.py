@@ -11,15 +11,20 @@ Each regression is one line that names the theorem, the variant and what changed
   answered);
 - FAILING: an entry that passed now fails for another reason (an ablation, or a goal conjunct alone,
   that no longer refutes);
-- REMOVED: an obligation of the old run is gone, when both runs selected the same obligations.
+- REMOVED: an obligation of the old run that this run's selection decides is not in this run;
+- MISSING: an obligation of this run that the old run's selection decided is not in the old run (the
+  file was edited, or the catalogue grew since): nothing to compare it with.
 
-Model hash and z3 version changes are notes, not regressions."""
+The old result must hold entries, each once (result.load_baseline), and its selection must cover this
+run's: an entry of this run that the old run's selection would not decide is refused (BaselineError),
+never passed for want of anything to compare it with. Old entries outside this run's selection are
+counted in a note. Model hash and z3 version changes are notes, not regressions."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from proofs.report.result import DECIDED, is_ok, key
+from proofs.report.result import DECIDED, ReportError, is_ok, key, selection_text, selects
 
 RLIMIT_NOISE = 100_000
 
@@ -37,22 +42,26 @@ def _used(entry: dict) -> set[str]:
     return set(entry.get("hypotheses_used", []))
 
 
-def _same_selection(old: dict, new: dict) -> bool:
-    fields = ("theorem", "variant", "tier")
-    a, b = old.get("selection") or {}, new.get("selection") or {}
-    return all(a.get(f) == b.get(f) for f in fields)
+class BaselineError(ReportError):
+    """An old result that cannot stand for this run: one line, exit status 2."""
 
 
-def compare(old: dict, new: dict, rlimit_growth: float = 50.0) -> Diff:
+def compare(old: dict, new: dict, rlimit_growth: float = 50.0, old_name: str = "the old result") -> Diff:
     diff = Diff()
     before = {key(e): e for e in old["entries"]}
+    uncovered = [e for e in new["entries"] if key(e) not in before and not selects(old.get("selection"), e)]
+    if uncovered:
+        first = uncovered[0]
+        raise BaselineError(
+            f"{old_name}: its selection ({selection_text(old)}) does not cover this run's ({selection_text(new)}): "
+            f"{len(uncovered)} of this run's entries, {first['theorem']} / {first['variant']} first, are not in it"
+        )
     for entry in new["entries"]:
         name = f"{entry['theorem']} / {entry['variant']}"
         was = before.get(key(entry))
         verdict = entry["verdict"]
         if was is None:
-            if verdict not in DECIDED:
-                diff.changes.append(f"UNKNOWN {name}: new obligation, {verdict} (not in the old run)")
+            diff.changes.append(f"MISSING {name}: {verdict} now; the old run selected it and does not hold it")
             continue
         if was["expected"] != entry["expected"]:
             diff.changes.append(
@@ -77,13 +86,17 @@ def compare(old: dict, new: dict, rlimit_growth: float = 50.0) -> Diff:
             diff.changes.append(
                 f"FAILING {name}: passed before, fails now (an ablation, or a goal conjunct alone, no longer refutes)"
             )
-    if _same_selection(old, new):
-        now = {key(e) for e in new["entries"]}
-        for k, was in before.items():
-            if k not in now:
-                diff.changes.append(f"REMOVED {k[0]} / {k[1]}: was {was['verdict']}, not in this run")
-    else:
-        diff.notes.append("the runs selected different obligations: only those in both were compared")
+    now = {key(e) for e in new["entries"]}
+    outside = 0
+    for k, was in before.items():
+        if k in now:
+            continue
+        if selects(new.get("selection"), was):
+            diff.changes.append(f"REMOVED {k[0]} / {k[1]}: was {was['verdict']}, not in this run")
+        else:
+            outside += 1
+    if outside:
+        diff.notes.append(f"{outside} entries of the old run are outside this run's selection, and not compared")
     if old.get("model_hash") != new.get("model_hash"):
         diff.notes.append(
             f"model sources changed: {str(old.get('model_hash'))[:12]} -> {str(new.get('model_hash'))[:12]}"

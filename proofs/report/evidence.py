@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 from proofs.prove import render_table, run_catalogue
-from proofs.report import check_report_dir, load_result, write_report_dir
-from proofs.report.diff import compare
+from proofs.report import check_report_dir, write_report_dir
+from proofs.report.diff import BaselineError, compare
+from proofs.report.result import covers, load_baseline, selection_text
 from proofs.report.seeds import brittleness, render_brittleness
 from proofs.report.smt2 import exported
 
@@ -31,7 +32,13 @@ def prove_with_evidence(
     cache_named: bool = True,
     verify_cache: bool = False,
 ) -> int:
-    old = load_result(against) if against is not None else None  # a bad file stops here, before the run
+    old = load_baseline(against) if against is not None else None  # a bad file stops here, before the run
+    if old is not None and not covers(old.get("selection"), {"theorem": theorem, "variant": variant, "tier": tier}):
+        raise BaselineError(
+            f"{against}: its selection ({selection_text(old)}) does not cover this run's "
+            f"({selection_text({'selection': {'theorem': theorem, 'variant': variant, 'tier': tier}})}): "
+            "compare with a result of the same or a wider selection"
+        )
     if report_dir is not None:
         check_report_dir(report_dir)
     wanted = report_dir is not None or confirm_with is not None  # the cache asks for them itself
@@ -52,7 +59,7 @@ def prove_with_evidence(
             status = 1
 
     if old is not None:
-        diff = compare(old, result, rlimit_growth)
+        diff = compare(old, result, rlimit_growth, str(against))
         result["against"] = diff.to_json(str(against))
         if diff.changes:
             after.append(f"against {against}: {len(diff.changes)} regression{'s' if len(diff.changes) != 1 else ''}")

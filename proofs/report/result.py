@@ -113,6 +113,50 @@ def load_result(path: str | Path) -> dict:
     return data
 
 
+def load_baseline(path: str | Path) -> dict:
+    """A result to compare another with (`prove --against`, compare_results): a result holding at
+    least one entry, each (theorem, variant) once. One with no entries passed every comparison
+    ("no regression"), and of two entries for one (theorem, variant) only the last was compared."""
+    data = load_result(path)
+    if not data["entries"]:
+        raise ReportError(f"{path}: holds no entries, so nothing can be compared with it")
+    seen: dict[tuple[str, str], int] = {}
+    for i, entry in enumerate(data["entries"]):
+        if key(entry) in seen:
+            theorem, variant = key(entry)
+            raise ReportError(
+                f"{path}: entries[{i}]: {theorem} / {variant} appears twice (entries[{seen[key(entry)]}] too)"
+            )
+        seen[key(entry)] = i
+    return data
+
+
+def selects(selection: dict | None, entry: dict) -> bool:
+    """Whether a run of `selection` (a result's "selection": theorem, variant, tier) decides `entry`,
+    as runner.plan_runs selects: the tier only without a theorem. No selection recorded: every entry."""
+    selection = selection or {"tier": "all"}
+    theorem, variant, tier = selection.get("theorem"), selection.get("variant"), selection.get("tier") or "ci"
+    if theorem is not None and entry["theorem"] != theorem:
+        return False
+    if variant is not None and entry["variant"] not in variant.split(","):
+        return False
+    return theorem is not None or tier == "all" or entry.get("tier", "ci") == tier
+
+
+def covers(old: dict | None, new: dict) -> bool:
+    """False when a run of selection `old` cannot have decided every entry a run of selection `new`
+    decides, by the selections alone: checked before the run. Where only the entries can tell (a
+    theorem named now, a tier before), diff.compare checks them after it."""
+    old, new = old or {"tier": "all"}, new or {}
+    if old.get("theorem") is not None and old["theorem"] != new.get("theorem"):
+        return False
+    if old.get("variant") is not None:
+        if new.get("variant") is None or not set(new["variant"].split(",")) <= set(old["variant"].split(",")):
+            return False
+    old_tier, new_tier = old.get("tier") or "ci", new.get("tier") or "ci"
+    return old.get("theorem") is not None or new.get("theorem") is not None or old_tier in ("all", new_tier)
+
+
 def _no_constant(name: str):
     raise ValueError(f"{name} is not a number a result holds")
 
