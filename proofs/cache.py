@@ -64,11 +64,11 @@ from proofs import counterexamples, edges, inputs_read, interrupts, needed
 from proofs.catalog import Theorem
 from proofs.claims import Kind, UnknownConjunct, conjunct_alone, replay
 from proofs.enumerated import DOMAINS, Decision, smaller_than_recorded
-from proofs.mutation.handwritten import in_effect
+from proofs.mutation.handwritten import in_effect, resolve
 from proofs.mutation.patch import PatchError
 from proofs.records import RecordError
 from proofs.report.shape import Fields, ListOf, MapOf, Optional, ShapeError, check_shape
-from proofs.runner import Entry, claim_texts, conjuncts_refuted_alone, theorem_location
+from proofs.runner import ChoicesRead, Entry, claim_texts, conjuncts_refuted_alone, theorem_location
 from proofs.solver import PROVED, QUERY_PARAMETERS, REFUTED, Query
 
 FORMAT = "gridproof-cache/2"
@@ -568,9 +568,10 @@ def _checked(text: str, key: str, theorem: Theorem, request: Request, secret: by
     _check_reproduce(data["reproduce"], request)
     _check_same_claim(data["same_claim_as"], data["rlimit"], request)
     replays = verdict == REFUTED or bool(data["witnesses"]["ablations"])
+    case = _domain_case(theorem, request.variant, data["counterexample"]) if theorem.enumeration else None
     with _variant(request.variant) if replays else contextlib.nullcontext() as variant:
         if theorem.enumeration is not None:
-            _check_enumerated(data, theorem, request, variant)
+            _check_enumerated(data, theorem, request, variant, case)
         elif verdict == PROVED:
             _check_proved(data, theorem, variant)
         else:
@@ -583,12 +584,22 @@ def _checked(text: str, key: str, theorem: Theorem, request: Request, secret: by
         tier=request.tier,
         subject=theorem.subject,
         statement=theorem.statement,
-        source=theorem_location(theorem),
+        source=_location(theorem),
         cached=True,
         queries=queries,
         witnesses=data["witnesses"],
         **{name: data[name] for name in _STORED if name != "verdict"},
     )
+
+
+_locations: dict[str, str] = {}
+
+
+def _location(theorem: Theorem) -> str:
+    """theorem_location, resolved once per theorem (it resolves a path: a dozen system calls)."""
+    if theorem.name not in _locations:
+        _locations[theorem.name] = theorem_location(theorem)
+    return _locations[theorem.name]
 
 
 @contextlib.contextmanager
@@ -720,7 +731,60 @@ def _of_kind(value, kind: Kind) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _check_enumerated(data: dict, theorem: Theorem, request: Request, variant) -> None:
+def _domain_case(theorem: Theorem, variant_name: str, stored: dict | None):
+    """The case of the theorem's domain that a stored failing case is (as JSON wrote it), or None for
+    no case stored; _Rejected when it is none of the domain's. The domain is the one the variant's
+    fields give, read without a mutant's patch (a mutant is a fault in the model, not in the domain),
+    and listed once per process for the fields it reads: the recorded theorem's 16,000 cases took
+    40 ms to list, for each of its ten mutants."""
+    if not stored:
+        return None
+    try:
+        cases = _domain(theorem, resolve(variant_name))
+    except Exception:  # the domain itself raising under this variant: nothing to find the case in
+        interrupts.raise_if_requested()
+        cases = []
+    found = next((case for case in cases if _same_case(case, stored)), None)
+    if found is None:
+        raise _Rejected("holds a failing case that is not a case of the theorem's domain")
+    return found
+
+
+# theorem -> [(the variant's fields the domain read and their values, the domain's cases)]
+_domains: dict[str, list[tuple[tuple, list]]] = {}
+
+
+def _domain(theorem: Theorem, variant) -> list:
+    for read, cases in _domains.get(theorem.name, []):
+        if all(getattr(variant, name) == value for name, value in read):
+            return cases
+    choices = ChoicesRead(variant)
+    cases = list(theorem.enumeration.cases(choices))
+    read = tuple((name, getattr(variant, name)) for name in sorted(choices.read))
+    _domains.setdefault(theorem.name, []).append((read, cases))
+    return cases
+
+
+def _same_case(case, stored: dict) -> bool:
+    """Whether a case of the domain is the one stored, as JSON wrote it (tuples as lists)."""
+    if not isinstance(case, dict) or len(case) != len(stored):
+        return False
+    for name, value in stored.items():
+        if name not in case:
+            return False
+        mine = case[name]
+        if isinstance(value, list | dict):
+            try:
+                if json.loads(json.dumps(mine)) != value:
+                    return False
+            except (TypeError, ValueError):
+                return False
+        elif mine != value or type(mine) is not type(value):
+            return False
+    return True
+
+
+def _check_enumerated(data: dict, theorem: Theorem, request: Request, variant, ours) -> None:
     from proofs.enumerated import _answer
 
     enumeration = data["enumeration"]
@@ -739,16 +803,8 @@ def _check_enumerated(data: dict, theorem: Theorem, request: Request, variant) -
             if smaller is not None:
                 raise _Rejected(f"holds a domain smaller than recorded ({smaller[0]})")
         return
-    case = data["counterexample"]
-    if not case:
-        raise _Rejected("holds a REFUTED without its failing case")
-    try:
-        ours = next((c for c in theorem.enumeration.cases(variant) if _same_case(c, case)), None)
-    except Exception:  # the domain itself raising under this variant: nothing to find the case in
-        interrupts.raise_if_requested()
-        ours = None
     if ours is None:
-        raise _Rejected("holds a failing case that is not a case of the theorem's domain")
+        raise _Rejected("holds a REFUTED without its failing case")
     failure = _answer(theorem.enumeration, variant, ours).failure
     if failure is None:
         raise _Rejected("holds a failing case on which the property holds when run again")
@@ -756,19 +812,3 @@ def _check_enumerated(data: dict, theorem: Theorem, request: Request, variant) -
         raise _Rejected(
             f"gives the reason {quoted(data['reason'], 60)}, where the case fails with {quoted(failure, 60)}"
         )
-
-
-def _same_case(case: dict, stored: dict) -> bool:
-    """Whether a case of the domain is the one stored (as JSON wrote it: tuples as lists)."""
-    if not isinstance(case, dict) or case.keys() != stored.keys():
-        return False
-    for name, value in stored.items():
-        if isinstance(value, list | dict):
-            try:
-                if json.loads(json.dumps(case[name])) != value:
-                    return False
-            except (TypeError, ValueError):
-                return False
-        elif case[name] != value or type(case[name]) is not type(value):
-            return False
-    return True
