@@ -242,6 +242,7 @@ class Lookup:
 
     key: str
     entry: Entry | None = None
+    rejected: bool = False  # an entry was there and failed a check
 
 
 @dataclass
@@ -337,7 +338,7 @@ class ProofCache:
                     problem += f"; cache entry {true[:12]} {again}"
         self._note(request, problem + ("; its own entry taken" if entry is not None else "; decided again"))
         self.rejected += 1
-        return Lookup(key, entry)
+        return Lookup(key, entry, rejected=entry is None)
 
     def load(self, key: str, theorem: Theorem, request: Request) -> Entry | None:
         """The entry stored under `key` for `request`, when it passes every check; None otherwise."""
@@ -355,11 +356,11 @@ class ProofCache:
         except _Rejected as why:
             return None, str(why)
 
-    def store(self, key: str, entry: Entry, request: Request) -> None:
+    def store(self, key: str, entry: Entry, request: Request) -> bool:
         """Stores an entry the manifest expects (a failing one is always decided
-        again), with what a later load checks it against."""
+        again), with what a later load checks it against; whether it was."""
         if not DIGEST.fullmatch(key) or not entry.ok or entry.verdict not in (PROVED, REFUTED):
-            return
+            return False
         witnesses = {
             "ablations": dict(entry.witnesses.get("ablations", {})),
             "conjuncts_alone": dict(entry.witnesses.get("conjuncts_alone", {})),
@@ -367,7 +368,7 @@ class ProofCache:
         if set(witnesses["ablations"]) != set(entry.ablations) or set(witnesses["conjuncts_alone"]) != set(
             entry.conjuncts_alone
         ):
-            return  # a refutation without its inputs could not be replayed when loaded
+            return False  # a refutation without its inputs could not be replayed when loaded
         data = {
             "format": FORMAT,
             "key": key,
@@ -378,7 +379,7 @@ class ProofCache:
         }
         if self.secret is not None:
             data["mac"] = _mac(self.secret, data)
-        self._write((f"{key}.json",), json.dumps(data))
+        return self._write((f"{key}.json",), json.dumps(data))
 
     def discard(self, key: str) -> None:
         """Removes the entry stored under `key`, a regular file of the directory's own."""
@@ -391,13 +392,13 @@ class ProofCache:
 
     # --- files ------------------------------------------------------------------
 
-    def _write(self, parts: tuple[str, ...], text: str) -> None:
+    def _write(self, parts: tuple[str, ...], text: str) -> bool:
         """Whole or absent, whichever process writes it, and only inside the
         directory: each directory on the way must be a directory of its own
         (not a link), and the file is made new (O_EXCL) and renamed over the
         name, which replaces a link there rather than writing through it."""
         if not self.writable:
-            return
+            return False
         parent = self.directory
         try:
             for part in parts[:-1]:
@@ -421,6 +422,8 @@ class ProofCache:
                 f"proof cache {self.directory}: cannot write ({error.strerror or error}); "
                 "entries are decided and none more stored"
             )
+            return False
+        return True
 
     def _note(self, request: Request, problem: str) -> None:
         self.notes.append(f"proof cache: {request.theorem} / {request.variant}: {problem}")

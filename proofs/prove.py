@@ -263,8 +263,8 @@ def _run_theorem_variants(
                         f"proof cache: {theorem} / {variant}: the cached PROVED, decided again (--verify-cache), "
                         f"is {entry.verdict}"
                     )
-            if lookup is not None:
-                cache.store(lookup.key, entry, request)
+            if lookup is not None and not cache.store(lookup.key, entry, request) and lookup.rejected:
+                cache.discard(lookup.key)  # a refused entry not replaced: gone, not refused again each run
             entries.append(entry)
     if cache is None:
         return TaskResult(entries, verified=verified)

@@ -494,3 +494,23 @@ def test_an_empty_path_is_refused_not_the_current_directory(flag, tmp_path, monk
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "empty path" in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_refused_entry_that_is_not_replaced_is_removed(tmp_path):
+    """An entry that fails a check and whose fresh decision is not stored (it differs from the
+    manifest) is removed: refused once, not on every run."""
+    tree, cache = _faulty_tree(tmp_path), tmp_path / "cache"
+    command = [sys.executable, "-m", "proofs.cli", "prove", "--theorem", "check-flags-resolve-to-the-files"]
+    command += ["--variant", "baseline", "--cache", str(cache)]
+
+    def run():
+        return subprocess.run(command, cwd=tree, capture_output=True, text=True, check=False, timeout=300)
+
+    assert run().returncode == 1
+    (key_file,) = _key_files(cache)
+    planted = cache / f"{key_file.read_text()}.json"
+    planted.write_text('{"format": "gridproof-cache/2", "truncated')
+    first = run()
+    assert first.returncode == 1 and len(_notes(first.stderr)) == 1
+    assert not planted.exists()
+    assert not _notes(run().stderr)
