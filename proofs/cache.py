@@ -377,6 +377,7 @@ class ProofCache:
             "queries": {name: [q.to_json() for q in qs] for name, qs in entry.queries.items()},
             "witnesses": witnesses,
         }
+        data["checksum"] = _checksum(data)
         if self.secret is not None:
             data["mac"] = _mac(self.secret, data)
         return self._write((f"{key}.json",), json.dumps(data))
@@ -433,11 +434,21 @@ def _identity(request: Request) -> bytes:
     return json.dumps(request.to_json(), sort_keys=True).encode()
 
 
+def _content(data: dict) -> bytes:
+    """An entry's content (its checksum and signature aside), as one canonical text."""
+    content = {name: value for name, value in data.items() if name not in ("checksum", "mac")}
+    return json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+
+
+def _checksum(data: dict) -> str:
+    """A digest of the content, its key included: an entry edited by hand or damaged no longer
+    matches it. It catches an edit, not a forger who computes it again (for that: the secret)."""
+    return hashlib.sha256(b"gridproof cache entry\0" + _content(data)).hexdigest()
+
+
 def _mac(secret: bytes, data: dict) -> str:
-    """The signature of an entry's content (its "mac" aside) under `secret`."""
-    content = {name: value for name, value in data.items() if name != "mac"}
-    text = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hmac.new(secret, b"entry\0" + text.encode(), hashlib.sha256).hexdigest()
+    """The signature of an entry's content under `secret`."""
+    return hmac.new(secret, b"entry\0" + _content(data), hashlib.sha256).hexdigest()
 
 
 def _read_regular(path: Path, limit: int) -> str | None:
@@ -529,7 +540,7 @@ SHAPE = Fields(
         "queries": MapOf(ListOf(_QUERY)),
         "witnesses": Fields({"ablations": MapOf(_INPUTS), "conjuncts_alone": MapOf(_INPUTS)}),
     },
-    optional={"mac": "str"},
+    optional={"checksum": "str", "mac": "str"},
 )
 
 
@@ -547,6 +558,8 @@ def _checked(text: str, key: str, theorem: Theorem, request: Request, secret: by
         check_shape(data, SHAPE)
     except ShapeError as error:
         raise _Rejected(f"has a mistyped field: {error}") from None
+    if data.get("checksum") != _checksum(data):
+        raise _Rejected("does not match its checksum: edited, or damaged")
     signed = data.get("mac", "").encode("utf-8", "surrogateescape")
     if secret is not None and not hmac.compare_digest(signed, _mac(secret, data).encode()):
         raise _Rejected(f"is not signed with this run's {SECRET_VARIABLE}")

@@ -174,8 +174,18 @@ def _not_replaying(values: dict) -> dict:
     raise AssertionError("every small input refutes the mutant")
 
 
+def _resealed(data: dict) -> dict:
+    """The entry with its checksum computed again, as a forger would: what the other checks must catch."""
+    from proofs.cache import _checksum
+
+    return {**data, "checksum": _checksum(data)}
+
+
 def _poisoned(name: str, data: dict, siblings: dict) -> dict:
     data = json.loads(json.dumps(data))
+    if name == "a plain edit of its reason":
+        data["reason"] = "edited by hand"
+        return data  # its checksum left as it was
     if name == "verdict and expected edited to PROVED":
         data["verdict"] = data["request"]["expected"] = "PROVED"
         data["counterexample"], data["conjuncts_alone"] = None, {}
@@ -205,10 +215,15 @@ def _poisoned(name: str, data: dict, siblings: dict) -> dict:
         data["queries"] = {"no-such-obligation": []}
     elif name == "another format":
         data["format"] = "gridproof-cache/0"
-    return data
+    elif name == "no checksum":
+        del data["checksum"]
+        return data
+    return data if name == "a sibling entry's content" else _resealed(data)
 
 
 POISONS = (
+    "a plain edit of its reason",
+    "no checksum",
     "verdict and expected edited to PROVED",
     "theorem swapped",
     "variant swapped",
@@ -422,7 +437,7 @@ def test_verify_cache_decides_a_forged_proved_again(tmp_path):
     (genuine,) = clean.glob("*.json")
     forged = json.loads(genuine.read_text())
     forged["key"] = key
-    (cache / f"{key}.json").write_text(json.dumps(forged))
+    (cache / f"{key}.json").write_text(json.dumps(_resealed(forged)))
     assert run().returncode == 0  # what a cached PROVED rests on: the cache's writer
     verified = run("--verify-cache")
     assert verified.returncode == 1
@@ -442,8 +457,8 @@ def test_a_secret_refuses_entries_it_did_not_sign(tmp_path, capsys, monkeypatch)
     assert status == 0 and all(_cached(again).values()) and not _notes(err)
     path = next(p for p in tmp_path.glob("*.json") if json.loads(p.read_text()).get("mac"))
     data = json.loads(path.read_text())
-    data["seconds"] += 1  # any edit at all
-    path.write_text(json.dumps(data))
+    data["seconds"] += 1  # any edit at all, its checksum computed again
+    path.write_text(json.dumps(_resealed(data)))
     status, edited, err = _run(tmp_path, capsys)
     assert status == 0 and "is not signed with this run's GRIDPROOF_CACHE_SECRET" in _notes(err)[0]
     monkeypatch.setenv(SECRET_VARIABLE, "another job's")
@@ -514,3 +529,39 @@ def test_a_refused_entry_that_is_not_replaced_is_removed(tmp_path):
     assert first.returncode == 1 and len(_notes(first.stderr)) == 1
     assert not planted.exists()
     assert not _notes(run().stderr)
+
+
+@pytest.mark.parametrize(
+    "poison",
+    [
+        "a hypothesis the theorem does not state",
+        "an unconfirmed hypothesis not used",
+        "a query answered sat",
+        "a counterexample",
+        "a verdict the manifest does not expect",
+    ],
+)
+def test_a_poisoned_proved_entry_is_decided_again(poison, tmp_path, capsys):
+    """What a PROVED entry says besides its verdict is checked against the theorem; its verdict
+    only --verify-cache or a secret can check (test_verify_cache_decides_a_forged_proved_again)."""
+    _warm(tmp_path, capsys)
+    path = _entry_files(tmp_path)["baseline"]
+    data = json.loads(path.read_text())
+    if poison == "a hypothesis the theorem does not state":
+        data["hypotheses_used"] = [*data["hypotheses_used"], "no such hypothesis"]
+    elif poison == "an unconfirmed hypothesis not used":
+        data["hypotheses_unconfirmed"] = [data["hypotheses"][0]]
+        data["hypotheses_used"] = [h for h in data["hypotheses_used"] if h != data["hypotheses"][0]]
+    elif poison == "a query answered sat":
+        name = next(iter(data["queries"]))
+        data["queries"][name][0]["answer"] = "sat"
+    elif poison == "a counterexample":
+        data["counterexample"] = {"cadence": 1, "k": 0}
+    else:
+        data["verdict"] = "REFUTED"
+    path.write_text(json.dumps(_resealed(data)))
+    status, again, err = _run(tmp_path, capsys)
+    assert status == 0
+    assert _cached(again)["baseline"] is False and sum(_cached(again).values()) == len(again["entries"]) - 1
+    (note,) = _notes(err)
+    assert f"{THEOREM} / baseline: cache entry" in note
