@@ -199,18 +199,37 @@ MAMBA_UTILS = "v1/worker/mamba_utils.py"
 MAMBA_HYBRID = "v1/worker/gpu/model_states/mamba_hybrid.py"
 
 
+def _columns(shipped, first, second=(0, 4, 1, 0, False), cadence=4, spec_blocks=0, fused=False):
+    """preprocess_mamba on a batch of two requests, each (computed,
+    scheduled, accepted, stale, resumed): per request (recorded column,
+    accepted count after, copies, the first copy's source, destination, bias)."""
+    x = {"cadence": cadence, "spec_blocks": spec_blocks, "fused": fused}
+    for suffix, request in (("", first), ("2", second)):
+        for name, value in zip(("computed", "scheduled", "accepted", "stale", "resumed"), request, strict=True):
+            x[name + suffix] = value
+    observed = shipped.state_columns(x)
+    width = len(observed) // 2
+    return [observed[i * width : i * width + 6] for i in range(2)]
+
+
 def test_the_state_columns_run_concretely_as_the_worker_computes_them(shipped):
-    """(copy source, copy destination, recorded column) of preprocess_mamba,
-    on the scalar and the fused path; add_request's seeded column."""
-    # A request resumed at 5 with 8 more tokens, blocks of 4: read column 1, kept in 3.
-    for fused in (False, True):
-        assert shipped.state_columns(5, 8, 4, 2, 1, 9, True, fused) == (1, 3, 3)
-    assert shipped.state_columns(0, 4, 4, 0, 1, 0, False, False) == (-1, -1, 0)  # fresh: nothing to read
-    assert shipped.state_columns(5, 2, 4, 0, 1, 0, False, True) == (-1, -1, 1)  # already in place
+    """(recorded column, accepted count after, copies, source, destination,
+    bias) of preprocess_mamba, on the scalar and the fused path; add_request's
+    seeded column."""
+    # A request resumed at 5 with 8 more tokens, blocks of 4, 3 tokens accepted: read column 1,
+    # kept in 3, with a bias of 2; its accepted count reset to 1. The scalar path copies each
+    # of two layers' two state tensors, the fused one pre-copies once.
+    for fused, copies in ((False, 4), (True, 1)):
+        assert _columns(shipped, (5, 8, 3, 9, True), fused=fused)[0] == (3, 1, copies, 1, 3, 2)
+    fresh, placed = _columns(shipped, (0, 4, 2, 0, False), (5, 2, 2, 0, False))
+    assert fresh == (0, 2, 0, -1, -1, 0)  # fresh: nothing to read, the accepted count kept
+    assert placed == (1, 2, 0, -1, -1, 0)  # already in place
+    assert _columns(shipped, (5, 2, 2, 0, False), fused=True)[0] == (1, 2, 0, -1, 1, 0)  # the fused destination
     assert shipped.seeded_state_column(5, 4, 2) == 1 and shipped.seeded_state_column(0, 4, 2) == -1
-    # The V2 step kernel, run as Python: from column 1 to cdiv(5 + 8, 4) - 1 = 3; a fresh one from -1.
-    assert shipped.advanced_state_column(5, 8, 4, 1, 1, 7) == (1, 3)
-    assert shipped.advanced_state_column(0, 3, 4, -1, 2, 0) == (-1, 0)
+    # The V2 step kernel, run as Python: from column 1 to cdiv(5 + 8, 4) - 1 = 3 with a bias of 0,
+    # the accepted count reset; a fresh one from -1, its count kept.
+    assert shipped.advanced_state_column(5, 8, 4, 1, 1, 7) == (1, 3, 0, 1)
+    assert shipped.advanced_state_column(0, 3, 4, -1, 2, 0) == (-1, 0, 1, 2)
 
 
 @pytest.mark.parametrize("name", ["state_columns", "seeded_state_column", "advanced_state_column"])
@@ -332,7 +351,7 @@ def test_the_command_reports_the_state_columns(capsys):
     functions = json.loads(capsys.readouterr().out)["functions"]
     assert {name: e["verdict"] for name, e in functions.items()} == dict.fromkeys(names, PROVED)
     assert functions["state_columns"]["qualname"] == "vllm.v1.worker.mamba_utils.preprocess_mamba"
-    assert functions["state_columns"]["returned"] == 8
+    assert functions["state_columns"]["returned"] == 32  # two requests, each new or resumed, copied or not
 
 
 PLATFORM = "platforms/interface.py"

@@ -7,7 +7,17 @@ import argparse
 import json
 
 from proofs.commands.arguments import path_text
-from proofs.source.report import DEFAULT_FUNCTIONS, FUNCTIONS
+from proofs.source.equivalence import FUNCTIONS
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 < value <= 86_400:
+        raise argparse.ArgumentTypeError(f"expected seconds between 0 and 86400, got {text!r}")
+    return value
 
 
 def add_parser(sub) -> None:
@@ -24,7 +34,21 @@ def add_parser(sub) -> None:
         nargs=2,
         metavar=("A", "B"),
         type=path_text,
-        help="two releases (X.Y.Z) or paths, function by function",
+        help="two releases (X.Y.Z, or X.Y.Z+PATCH: a release with one of the project's patches) or paths, "
+        "function by function",
+    )
+    parser.add_argument(
+        "--variant",
+        metavar="NAME",
+        help="the model to prove the functions equivalent to: baseline (vLLM 0.33.0, the default), pr457 or "
+        "pr457-guarded; with --patch NAME, NAME by default",
+    )
+    parser.add_argument(
+        "--patch",
+        metavar="NAME|FILE",
+        type=path_text,
+        help="apply one of the project's patches (patches/vllm-X.Y.Z/NAME.diff) or a diff file to the release "
+        "(--vllm-version, --vllm, else the installed vLLM) in a cache directory, and read that",
     )
     parser.add_argument(
         "--function",
@@ -34,24 +58,57 @@ def add_parser(sub) -> None:
     )
     parser.add_argument("--json", action="store_true", help="the result as JSON")
     parser.add_argument("--no-theorems", action="store_true", help="skip the split theorems on the shipped split")
+    parser.add_argument(
+        "--budget",
+        metavar="SECONDS",
+        type=_seconds,
+        help="wall-clock budget per function (and per split theorem), then UNKNOWN (default 180)",
+    )
+    parser.add_argument(
+        "--check-budget", metavar="SECONDS", type=_seconds, help="wall-clock budget per Z3 check (default 20)"
+    )
     parser.set_defaults(run=run)
 
 
-def _source(spec: str):
-    from proofs.source.releases import is_release, source_for
-
-    return source_for(version=spec) if is_release(spec) else source_for(path=spec)
-
-
 def run(args: argparse.Namespace) -> int:
-    from proofs.source import report
-    from proofs.source.releases import source_for
+    from proofs.source import budget, report
+    from proofs.source.releases import patched_source, source_for, spec_source, variant_for
 
-    names = tuple(args.function) if args.function else DEFAULT_FUNCTIONS
-    if args.diff:
-        result = report.diff(_source(args.diff[0]), _source(args.diff[1]), names)
-    else:
-        source = source_for(path=args.vllm, version=args.vllm_version)
-        result = report.check(source, names, theorems=not args.no_theorems)
+    with budget.configured(args.budget, args.check_budget):
+        if args.diff:
+            if args.patch:
+                from models.errors import GridproofError
+
+                raise GridproofError("--patch: give the patched side of --diff as X.Y.Z+PATCH")
+            a, b = (spec_source(spec) for spec in args.diff)
+            b_side = args.diff[1] if "+" in args.diff[1] else None
+            variant = variant_for(args.variant, b_side)
+            result = report.diff(a, b, _names(args, variant, every=True), variant=variant)
+        else:
+            source = source_for(path=args.vllm, version=args.vllm_version)
+            if args.patch:
+                source = patched_source(source, args.patch)
+            variant = variant_for(args.variant, args.patch)
+            result = report.check(source, _names(args, variant), theorems=not args.no_theorems, variant=variant)
     print(json.dumps(result, indent=2) if args.json else report.render_text(result))
     return 0 if result["ok"] else 1
+
+
+def _names(args: argparse.Namespace, variant, every: bool = False):
+    """The functions asked for, each one the variant's code has (with
+    --diff, any: one side may have it)."""
+    if not args.function:
+        return None
+    from models.errors import GridproofError
+    from models.variants import VARIANTS
+    from proofs.source.equivalence import subjects
+
+    if not every:
+        mine = subjects(variant)
+        for name in args.function:
+            if name not in mine:
+                having = [v for v in VARIANTS if name in subjects(VARIANTS[v])]
+                raise GridproofError(
+                    f"--function {name}: not a function of {variant.name} (it is {', '.join(having)}'s): give --variant"
+                )
+    return tuple(dict.fromkeys(args.function))

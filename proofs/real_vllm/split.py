@@ -21,14 +21,17 @@ def _namespace(role: str, **attributes):
     return SimpleNamespace(**attributes)
 
 
-def split_stand_ins(p: SplitParams, call: SplitCall, make=_namespace, unset=_none_if_zero):
+def split_stand_ins(p: SplitParams, call: SplitCall, make=_namespace, unset=_none_if_zero, physical_block=None, **more):
     """`self` and `request` holding exactly what `_mamba_block_aligned_split`
     reads, from the model's split inputs. `make(role, **attributes)` builds
     each object (plain namespaces here; the source executor's refuse any
-    other attribute), and `unset` turns the model's 0 into vLLM's None."""
+    other attribute), and `unset` turns the model's 0 into vLLM's None.
+    `physical_block`: cache_config.block_size when the grid is not it (a
+    patched split reading the recurrent cadence); `more`: further attributes
+    of the scheduler (the patched split's `mamba_block_size`, ...)."""
     scheduler = make(
         "the scheduler (self)",
-        cache_config=make("cache_config", block_size=p.block),
+        cache_config=make("cache_config", block_size=p.block if physical_block is None else physical_block),
         block_size=p.sched_block,
         hash_block_size=p.hash_block,
         max_num_scheduled_tokens=p.max_scheduled,
@@ -39,6 +42,7 @@ def split_stand_ins(p: SplitParams, call: SplitCall, make=_namespace, unset=_non
         mamba_has_prefill_checkpoint_blocks=p.checkpoint_blocks,
         mamba_prefill_checkpoint_alignment=unset(p.checkpoint_alignment),
         mamba_shared_prefix_checkpoint=p.shared_prefix,
+        **more,
     )
     request = make(
         "the request",

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import z3
 
+from proofs.source import budget
+
 FEASIBILITY_RLIMIT = 5_000  # per choice: only the obviously infeasible are pruned
 
 
@@ -54,7 +56,7 @@ def _leaves(solver, path: int, value: z3.ExprRef, conditions: list, out: list[Ca
         out.append(Case(path, tuple(conditions), value))
         return
     for literal, truth in ((choice, True), (z3.Not(choice), False)):
-        if solver.check(*conditions, literal) == z3.unsat:
+        if budget.check(solver, *conditions, literal) == z3.unsat:
             continue
         chosen = z3.simplify(z3.substitute(value, (choice, z3.BoolVal(truth))))
         _leaves(solver, path, chosen, [*conditions, literal], out)

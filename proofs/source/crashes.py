@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import z3
 
 from proofs.solver import PROVED, REFUTED, UNKNOWN, Kind
-from proofs.source import paths
+from proofs.source import budget, paths
 
 
 @dataclass
@@ -62,7 +62,7 @@ def _solve(path: paths.Path, hypotheses: dict, inputs: dict, variables) -> dict 
     solver = z3.SimpleSolver()
     solver.set("rlimit", 5_000_000)
     solver.add(*(h for h in hypotheses.values() if isinstance(h, z3.BoolRef)), path.formula)
-    if solver.check() != z3.sat:
+    if budget.check(solver) != z3.sat:
         return None
     model = solver.model()
     values = {}

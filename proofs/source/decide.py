@@ -11,17 +11,15 @@ run concretely) before it is reported as REFUTED.
 from __future__ import annotations
 
 import itertools
-import random
 import time
 from dataclasses import dataclass, field
 
 import z3
 
 from models import arith
-from models.variants import BASELINE
 from proofs import interrupts
 from proofs.solver import ERROR, PROVED, QUERY_PARAMETERS, REFUTED, UNKNOWN, Kind, replay, symbolic_inputs
-from proofs.source import reading
+from proofs.source import budget, reading, search
 from proofs.source.equivalence import Subject, exploring_under
 
 PATH_RLIMIT = 2_000_000
@@ -42,22 +40,61 @@ class Verdict:
 
 
 def equivalence(subject: Subject, left, right=None, rlimit: int = PATH_RLIMIT) -> Verdict:
-    """left's shipped reading against the model (right None) or right's."""
+    """left's shipped reading against the model (right None) or right's,
+    within the function's wall-clock budget (proofs/source/budget.py). What
+    is left undecided, by the solver or by the budget, is searched
+    concretely (proofs/source/search.py) before the verdict is UNKNOWN."""
     started = time.perf_counter()
+    found: dict = {}
     try:
-        verdict = _decide(subject, left, right, rlimit)
+        with budget.function_budget() as seconds:
+            verdict = _decide(subject, left, right, rlimit, found)
+    except budget.OutOfTime:
+        paths = found.get("paths")
+        done = f", {found.get('decided', 0)} of {paths} paths decided" if paths is not None else ""
+        verdict = Verdict(UNKNOWN, reason=f"the budget of {seconds:g} s per function was spent{done}")
     except reading.UnknownReading as refusal:
         verdict = Verdict(UNKNOWN, reason=f"the executor refused: {refusal}")
     except Exception as error:  # an executor bug surfaces as ERROR, never as a verdict
         interrupts.raise_if_requested()  # not an interrupt that ctypes wrapped
         verdict = Verdict(ERROR, reason=f"{type(error).__name__}: {error}")
+    if verdict.verdict == UNKNOWN and "the executor refused" not in verdict.reason:
+        verdict = _searched(subject, left, right, verdict, found)
     verdict.seconds = time.perf_counter() - started
     return verdict
 
 
-def _decide(subject: Subject, left, right, rlimit: int) -> Verdict:
+def _searched(subject: Subject, left, right, verdict: Verdict, found: dict) -> Verdict:
+    """The concrete search, on the undecided paths' regions when there are
+    any: REFUTED on a hit (which replays by construction), else `verdict`."""
+    violated = search.replayer(subject.formula(left, right), subject.variant)
+    values = search.search(
+        subject.variables,
+        violated,
+        domain=subject.domain,
+        regions=found.get("regions", ()),
+        definitions=found.get("definitions", ()),
+        inputs=found.get("inputs"),
+    )
+    if values is None:
+        verdict.reason += "; the concrete search found no difference"
+        return verdict
+    difference = subject.difference(left, right, values)
+    extra = {k: found[k] for k in ("exploration", "hypotheses", "inputs") if k in found}
+    return Verdict(
+        REFUTED,
+        verdict.paths,
+        counterexample=values,
+        values=difference,
+        reason=f"found by the concrete search ({verdict.reason})",
+        **extra,
+    )
+
+
+def _decide(subject: Subject, left, right, rlimit: int, found: dict) -> Verdict:
     # The symbolic executor builds its terms in z3's main context (proofs/source/proxy.py).
     x = symbolic_inputs(subject.variables, z3.main_ctx())
+    found["inputs"] = x
     with arith.symbolic_context() as context, reading.capture() as built:
         hypotheses = subject.domain(x)
         with exploring_under(hypotheses.values()):
@@ -65,60 +102,40 @@ def _decide(subject: Subject, left, right, rlimit: int) -> Verdict:
             other = subject.model(x) if right is None else subject.shipped(right, x)
         shipped = built[0]
         returned = shipped.exploration.returned
-        found = {"exploration": shipped.exploration, "hypotheses": hypotheses, "inputs": x}
+        found.update(exploration=shipped.exploration, hypotheses=hypotheses, paths=len(returned), decided=0)
+        found["definitions"] = context.witness_definitions
         domain = [h for h in hypotheses.values() if isinstance(h, z3.BoolRef)]
+        same = alike(context)
+        # Every path is a region to search until it is decided.
+        pending = {i: z3.And(*domain, path.formula) for i, path in enumerate(returned)}
+        found["regions"] = pending.values()
+        extra = {k: found[k] for k in ("exploration", "hypotheses", "inputs")}
         undecided = []
         for i, path in enumerate(returned):
-            answer = _check_path(context, x, subject, path, shipped.value, other, domain, rlimit)
+            answer = _check_path(context, x, subject, path, shipped.value, other, domain, rlimit, same)
             if answer is None:
                 undecided.append(i)
                 continue
             if answer is z3.unsat:
+                del pending[i]
+                found["decided"] += 1
                 continue
             values = _values(answer, x, subject.variables)
-            holds, _ = replay(subject.formula(left, right), BASELINE, values)
+            holds, _ = replay(subject.formula(left, right), subject.variant, values)
             if holds:
                 difference = subject.difference(left, right, values)
-                return Verdict(REFUTED, len(returned), counterexample=values, values=difference, **found)
+                return Verdict(REFUTED, len(returned), counterexample=values, values=difference, **extra)
             undecided.append(i)  # a model that does not replay decides nothing
+        found["regions"] = [pending[i] for i in undecided]
     if undecided:
-        values = _probe(subject, left, right)
-        if values is not None:
-            difference = subject.difference(left, right, values)
-            return Verdict(REFUTED, len(returned), counterexample=values, values=difference, **found)
         return Verdict(
             UNKNOWN,
             len(returned),
             reason=f"{len(undecided)} of {len(returned)} paths undecided within rlimit {rlimit:,}",
             undecided_paths=undecided,
-            **found,
+            **extra,
         )
-    return Verdict(PROVED, len(returned), **found)
-
-
-PROBES = 3000
-
-
-def _probe(subject: Subject, left, right, tries: int = PROBES) -> dict | None:
-    """Random small inputs in the domain, run concretely on both readings:
-    what a symbolic divisor hides from the solver (a nonlinear search) is
-    often a few tokens away, where random testing finds it at once.
-    Seeded: the same run finds the same input."""
-    rng = random.Random(0)
-    formula = subject.formula(left, right)
-    for _ in range(tries):
-        values = {}
-        for v in subject.variables:
-            if v.kind is Kind.BOOL:
-                values[v.name] = rng.random() < 0.5
-            else:
-                values[v.name] = rng.randint(1, 16) if v.size else rng.randint(0, 48)
-        if not all(subject.domain(values).values()):
-            continue
-        holds, _ = replay(formula, BASELINE, values)
-        if holds:
-            return values
-    return None
+    return Verdict(PROVED, len(returned), **extra)
 
 
 def _values(model: z3.ModelRef, x: dict, variables) -> dict:
@@ -137,19 +154,64 @@ def _attempts(context, extra=(), read=()):
     lemmas, first only the definitions the query reads, and the lemmas: the
     lemma families over every witness of every path only widen that search."""
     extra = list(extra)
-    attempts = (context.witness_definitions + _uniqueness(context) + extra, context.definitions + extra)
+    # Last, the witness definitions alone: with alike divisions substituted
+    # (`alike`), three paths of the PR457 split's EAGLE conversion that the
+    # uniqueness lemmas and the lemma families leave undecided are unsat at
+    # a fifth of the rlimit.
+    attempts = (
+        context.witness_definitions + _uniqueness(context) + extra,
+        context.definitions + extra,
+        context.witness_definitions + extra,
+    )
     if not extra:
         return attempts
     return (context.definitions_of(context.owners_read([*read, *extra])) + extra, *attempts)
 
 
-def _check_path(context, x, subject, path, value, other, domain, rlimit):
-    shipped = value(path.value)
+def _check_path(context, x, subject, path, value, other, domain, rlimit, same=()):
+    """`same`: pairs (witness, the one it equals) to substitute (`alike`)."""
+    shipped = _substituted(value(path.value), same)
+    other = _substituted(other, same)
+    condition = _substituted(path.formula, same)
     goal = z3.Not(_equal(shipped, other))
-    facts = z3.And(*domain, path.formula)
+    facts = z3.And(*domain, condition)
     extra = subject.lemmas(context, x, facts, shipped, other) if subject.lemmas is not None else ()
     attempts = _attempts(context, extra, read=[facts, goal])
-    return _check(attempts, [*domain, path.formula], goal, _flags(x, subject), rlimit, case_split=True)
+    return _check(attempts, [*domain, condition], goal, _flags(x, subject), rlimit, case_split=True)
+
+
+def _substituted(value, pairs):
+    if not pairs:
+        return value
+    if isinstance(value, tuple):
+        return tuple(_substituted(v, pairs) for v in value)
+    return z3.substitute(value, *pairs) if isinstance(value, z3.ExprRef) else value
+
+
+def alike(context: arith.SymbolicContext) -> list[tuple[z3.ArithRef, z3.ArithRef]]:
+    """Witnesses of one division written two ways: the same divisor term and
+    dividends that are one polynomial ((q - 1) * s against q * s - s, once
+    the witnesses they read are identified in turn). Floor division is a
+    function, so each later quotient and remainder is the earlier one: the
+    pairs to substitute. The uniqueness lemmas state the same, but a solver
+    given a quadratic number of them left the PR457 split's EAGLE
+    conversion (two readings of each draft group's reusable boundary
+    rounded to the cadence) undecided at 20M rlimit; substituted, its paths
+    are linear enough to decide in milliseconds."""
+    pairs: list[tuple[z3.ArithRef, z3.ArithRef]] = []
+    kept: dict[int, list[tuple[z3.ArithRef, z3.ArithRef, z3.ArithRef]]] = {}  # divisor id -> (dividend, q, r)
+    for dividend, divisor, q, r in context._witnessed:
+        budget.poll()
+        dividend = z3.substitute(dividend, *pairs) if pairs else dividend
+        same_divisor = kept.setdefault(divisor.get_id(), [])
+        for other, q0, r0 in same_divisor:
+            difference = z3.simplify(dividend - other, som=True)
+            if z3.is_int_value(difference) and difference.as_long() == 0:
+                pairs += [(q, q0), (r, r0)]
+                break
+        else:
+            same_divisor.append((dividend, q, r))
+    return pairs
 
 
 def _flags(x: dict, subject: Subject) -> list:
@@ -172,7 +234,7 @@ def _first_decided(attempts, facts, goal):
     for definitions, rlimit in attempts:
         solver = _solver(definitions, rlimit)
         solver.add(*facts, goal)
-        answer = solver.check()
+        answer = budget.check(solver)
         if answer == z3.sat:
             return solver.model()
         if answer == z3.unsat:
@@ -196,7 +258,7 @@ def _check(attempts, facts, goal, flags, rlimit, case_split=False, direct=True):
         solver = _solver(attempts[0], rlimit)
         solver.add(*(f if value else z3.Not(f) for f, value in zip(flags, values, strict=True)))
         solver.add(*(z3.simplify(z3.substitute(t, *substitution)) for t in (*facts, goal)))
-        answer = solver.check()
+        answer = budget.check(solver)
         if answer == z3.sat:
             return solver.model()
         if answer == z3.unknown:

@@ -13,11 +13,14 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from models import arith, prefill, scheduler
-from models.config import resolve
-from models.variants import BASELINE
+from models.config import guard_accepts, resolve
+from models.geometry import DRAFT, RECURRENT, TARGET, CacheGroup
+from models.plan import recurrent_cadence
+from models.scheduler import SplitParams
+from models.variants import BASELINE, VARIANTS, Variant
 from proofs.catalog.base import (
     SPLIT_CALL_VARS,
     SPLIT_PARAM_VARS,
@@ -30,7 +33,7 @@ from proofs.catalog.base import (
 from proofs.catalog.config import CONFIG_VARS, config_domain, config_inputs
 from proofs.solver import Claim, Var
 from proofs.source import resume
-from proofs.source.platform import equivalence_lemmas
+from proofs.source.platform import canonical_lcm, equivalence_lemmas
 
 _domain: contextvars.ContextVar[tuple] = contextvars.ContextVar("gridproof_source_domain", default=())
 
@@ -50,18 +53,46 @@ def current_domain() -> tuple:
     return _domain.get()
 
 
+def _every_variant(_variant: Variant) -> bool:
+    return True
+
+
+def _pr457(variant: Variant) -> bool:
+    """PR457's functions: read by the variants that keep an explicit cadence."""
+    return variant.keeps_explicit_cadence
+
+
+def _guarded(variant: Variant) -> bool:
+    return variant.guarded
+
+
 @dataclass(frozen=True)
 class Subject:
-    """One function: its inputs, their domain, and how each reading is called."""
+    """One function: its inputs, their domain, and how each reading is called.
+    The model is read for `variant`; `applies(variant)`: the variant's code
+    has the function (PR457's helpers are not in 0.33.0); `required(variant)`:
+    its absence is a failure (else ABSENT is what the variant says)."""
 
     name: str
     variables: tuple[Var, ...]
     domain: Callable[[dict], dict[str, object]]
-    model: Callable[[dict], object]
+    model_of: Callable[[Variant, dict], object]
     shipped: Callable[[object, dict], object]  # (ShippedFunctions, inputs) -> value
     # valid facts about the witnesses both readings built, for deciding a path:
     # (context, inputs, the path's condition, its shipped value, the model's) -> facts
     lemmas: Callable[[arith.SymbolicContext, dict, object, object, object], list] | None = None
+    scope: str = ""  # what a PROVED covers: how many layers, requests, lanes, ...
+    variant: Variant = BASELINE
+    applies: Callable[[Variant], bool] = _every_variant
+    required: Callable[[Variant], bool] = _every_variant
+    # The function's raises are its answer (a configuration refused), not crash sites.
+    raises_are_results: bool = False
+
+    def model(self, x: dict):
+        return self.model_of(self.variant, x)
+
+    def for_variant(self, variant: Variant) -> Subject:
+        return replace(self, variant=variant)
 
     def formula(self, left, right=None) -> Callable:
         """model == left, or left == right (two releases)."""
@@ -102,15 +133,6 @@ def _valid_domain(x):
     }
 
 
-def _state_columns_domain(x):
-    return {
-        "token counts non-negative, a chunk scheduled": arith.all_of(x["computed"] >= 0, x["scheduled"] >= 1),
-        "block and accepted count positive": arith.all_of(x["cadence"] >= 1, x["accepted"] >= 1),
-        "speculative blocks non-negative": x["spec_blocks"] >= 0,
-        "a stale column is a column or none (-1)": x["stale"] >= -1,
-    }
-
-
 def _seeded_domain(x):
     return {
         "token count non-negative": x["computed"] >= 0,
@@ -132,68 +154,255 @@ def _advanced_domain(x):
 _ADVANCED_ARGS = ("computed", "scheduled", "cadence", "previous", "accepted", "batch_offset")
 
 
-_STATE_COLUMNS_ARGS = ("computed", "scheduled", "cadence", "spec_blocks", "accepted", "stale", "resumed", "fused")
-
-
 def _resolved(r):
     return (r.block_size, r.mamba_block_size, r.mamba_page_size_padded)
 
 
 _VALID_ARGS = ("query_start", "query_end", "position", "hash_block", "cadence", "alignment")
 
-SUBJECTS = {
-    "checkpoint_position": Subject(
+
+def _split_params(x: dict) -> SplitParams:
+    return split_params(x, eagle_spans=(x["draft_span"], x["draft_span2"]), annotated=x["annotated"])
+
+
+def _split_domain(x):
+    return {
+        **scheduler_domain(x),
+        "the other grid and the EAGLE spans positive": arith.all_of(
+            x["unread_block"] >= 1, x["draft_span"] >= 1, x["draft_span2"] >= 1
+        ),
+    }
+
+
+SPLIT_VARS = SPLIT_PARAM_VARS + SPLIT_CALL_VARS + ints("unread_block", "draft_span", "draft_span2", size=True)
+SPLIT_VARS += bools("annotated")
+
+ALIGNMENTS = ("alignment", "alignment2", "alignment3")
+
+
+def _alignment_model(_variant, x):
+    """None (0) if a layer declares none, else the lcm of the layers' alignments."""
+    values = [x[a] for a in ALIGNMENTS]
+    return arith.ite(arith.any_of(*(v == 0 for v in values)), 0, canonical_lcm(*values))
+
+
+MAMBA_BLOCKS = ("rblock", "rblock2")
+
+
+def _cadence_model(variant, x):
+    """models.plan.recurrent_cadence over the groups (the spec blocks are
+    resolved already: no explicit cadence to keep)."""
+    groups = (
+        CacheGroup(TARGET, x["page"]),
+        CacheGroup(DRAFT, x["draft_block"], eagle=True),
+        *(CacheGroup(RECURRENT, x[b]) for b in MAMBA_BLOCKS),
+    )
+    return recurrent_cadence(variant, groups, False, 0)
+
+
+DRAFTS = (("draft_block", "draft_sharded", "annotated"), ("draft_block2", "draft_sharded2", "annotated2"))
+
+
+def _eagle_spans_model(_variant, x):
+    """(count, spans...) of the draft groups annotated as EAGLE groups
+    (models.geometry.Geometry.eagle_spans), each padded with 0."""
+    spans = []
+    for block, sharded, annotated in DRAFTS:
+        spans.append((x[annotated], CacheGroup(DRAFT, x[block], dcp_sharded=x[sharded], eagle=True).span(x["dcp"])))
+    first, second = spans
+    count = arith.ite(first[0], 1, 0) + arith.ite(second[0], 1, 0)
+    return (
+        count,
+        arith.ite(first[0], first[1], arith.ite(second[0], second[1], 0)),
+        arith.ite(arith.all_of(first[0], second[0]), second[1], 0),
+    )
+
+
+def _lcp_params(x: dict) -> SplitParams:
+    return SplitParams(
+        block=x["block"],
+        sched_block=1,
+        hash_block=1,
+        eagle_drop=x["drop"],
+        lookahead=x["lookahead"],
+        max_scheduled=1,
+        long_prefill_threshold=0,
+        partial_hits=False,
+        checkpoint_blocks=False,
+        checkpoint_alignment=0,
+        shared_prefix=False,
+        eagle_spans=(x["draft_span"], x["draft_span2"]),
+        eagle_annotated=x["annotated"],
+    )
+
+
+def _lcp_domain(x):
+    return {
+        "sizes positive": arith.all_of(x["block"] >= 1, x["draft_span"] >= 1, x["draft_span2"] >= 1),
+        "token count and lookahead non-negative": arith.all_of(x["tokens"] >= 0, x["lookahead"] >= 0),
+        "EAGLE drop off with lookahead": arith.implies(x["drop"], x["lookahead"] == 0),
+    }
+
+
+TARGETS = (("page", "sharded"), ("page2", "sharded2"))
+
+
+def _guard_model(variant, x):
+    spans = tuple(CacheGroup(TARGET, x[b], dcp_sharded=x[s]).span(x["dcp"]) for b, s in TARGETS)
+    return guard_accepts(variant, x["cadence"], spans)
+
+
+def _groups_domain(names):
+    def domain(x):
+        return {"sizes positive": arith.all_of(*(x[n] >= 1 for n in names))}
+
+    return domain
+
+
+ALL_SUBJECTS = (
+    Subject(
         "checkpoint_position",
         (*ints("tokens", "lookahead"), *ints("block", size=True), *bools("drop")),
         _checkpoint_domain,
-        lambda x: scheduler.checkpoint_position(x["tokens"], x["block"], x["drop"], x["lookahead"]),
+        lambda v, x: scheduler.checkpoint_position(x["tokens"], x["block"], x["drop"], x["lookahead"]),
         lambda f, x: f.checkpoint_position(x["tokens"], x["block"], x["drop"], x["lookahead"]),
+        scope="every input",
     ),
-    "checkpoint_valid": Subject(
+    Subject(
         "checkpoint_valid",
         (*ints("query_start", "query_end", "position", "alignment"), *ints("hash_block", "cadence", size=True)),
         _valid_domain,
-        lambda x: scheduler.checkpoint_valid(*(x[a] for a in _VALID_ARGS)),
+        lambda v, x: scheduler.checkpoint_valid(*(x[a] for a in _VALID_ARGS)),
         lambda f, x: f.checkpoint_valid(*(x[a] for a in _VALID_ARGS)),
+        scope="every input",
     ),
-    "block_size_resolution": Subject(
+    Subject(
+        "checkpoint_alignment",
+        ints(*ALIGNMENTS),
+        lambda x: {"alignments unset (0) or positive": arith.all_of(*(x[a] >= 0 for a in ALIGNMENTS))},
+        _alignment_model,
+        lambda f, x: f.checkpoint_alignment(tuple(x[a] for a in ALIGNMENTS)),
+        scope="three Mamba layers, each with or without an alignment",
+    ),
+    Subject(
         "block_size_resolution",
         CONFIG_VARS,
         config_domain,
-        lambda x: _resolved(resolve(BASELINE, config_inputs(x))),
+        lambda v, x: _resolved(resolve(v, config_inputs(x))),
         lambda f, x: f.block_size_resolution(config_inputs(x)),
         equivalence_lemmas,
-    ),
-    "state_columns": Subject(
-        "state_columns",
-        (
-            *ints("computed", "spec_blocks", "stale"),
-            *ints("scheduled", "cadence", "accepted", size=True),
-            *bools("resumed", "fused"),
+        scope=(
+            "one selected backend with one kernel size, one non-SSM backend, one Mamba layer, "
+            "pages as symbolic byte counts (no tensor shapes or dtypes), no packed KV cache dtype"
         ),
-        _state_columns_domain,
-        lambda x: resume.expected_state_columns(BASELINE, x["computed"], x["scheduled"], x["cadence"]),
-        lambda f, x: f.state_columns(*(x[a] for a in _STATE_COLUMNS_ARGS)),
     ),
-    "seeded_state_column": Subject(
+    Subject(
+        "state_columns",
+        resume.STATE_COLUMN_VARS,
+        resume.state_columns_domain,
+        lambda v, x: resume.expected_state_columns(v, x),
+        lambda f, x: f.state_columns(x),
+        scope=resume.STATE_COLUMNS_SCOPE,
+    ),
+    Subject(
         "seeded_state_column",
         (*ints("computed"), *ints("cadence", "block", size=True)),
         _seeded_domain,
-        lambda x: prefill.initial_state_column(BASELINE, x["computed"], x["cadence"]),
+        lambda v, x: prefill.initial_state_column(v, x["computed"], x["cadence"]),
         lambda f, x: f.seeded_state_column(x["computed"], x["cadence"], x["block"]),
+        scope="one request slot",
     ),
-    "advanced_state_column": Subject(
+    Subject(
         "advanced_state_column",
         (*ints("computed", "previous", "batch_offset"), *ints("scheduled", "cadence", "accepted", size=True)),
         _advanced_domain,
-        lambda x: (x["previous"], prefill.state_column(x["computed"] + x["scheduled"], x["cadence"])),
+        lambda v, x: resume.expected_advance(x),
         lambda f, x: f.advanced_state_column(*(x[a] for a in _ADVANCED_ARGS)),
+        scope="one program of one lane (BLOCK_SIZE 1)",
     ),
-    "split": Subject(
+    Subject(
         "split",
-        SPLIT_PARAM_VARS + SPLIT_CALL_VARS,
-        scheduler_domain,
-        lambda x: scheduler.split(BASELINE, split_params(x), split_call(x)),
-        lambda f, x: f.split(split_params(x), split_call(x)),
+        SPLIT_VARS,
+        _split_domain,
+        lambda v, x: scheduler.split(v, _split_params(x), split_call(x)),
+        lambda f, x: f.split(_split_params(x), split_call(x), unread_block=x["unread_block"]),
+        scope="one request, every flag free, two EAGLE draft groups annotated or not",
     ),
-}
+    Subject(
+        "recurrent_cadence",
+        ints("page", "draft_block", *MAMBA_BLOCKS, size=True),
+        _groups_domain(("page", "draft_block", *MAMBA_BLOCKS)),
+        _cadence_model,
+        lambda f, x: f.recurrent_cadence(tuple(x[b] for b in MAMBA_BLOCKS), x["page"], x["draft_block"]),
+        scope="two Mamba groups beside a target-attention and an EAGLE draft group",
+        applies=_pr457,
+    ),
+    Subject(
+        "eagle_spans",
+        (
+            *ints("dcp", "page", "rblock", "draft_block", "draft_block2", size=True),
+            *bools("sharded", "draft_sharded", "draft_sharded2", "annotated", "annotated2", "mamba_annotated"),
+        ),
+        _groups_domain(("dcp", "page", "rblock", "draft_block", "draft_block2")),
+        _eagle_spans_model,
+        lambda f, x: f.eagle_spans(
+            x["dcp"],
+            (x["page"], x["sharded"]),
+            tuple((x[b], x[s], x[a]) for b, s, a in DRAFTS),
+            x["rblock"],
+            x["mamba_annotated"],
+        ),
+        scope="a target-attention group, two draft groups and a Mamba group, each annotated or not",
+        applies=_pr457,
+    ),
+    Subject(
+        "last_cacheable_position",
+        (
+            *ints("tokens", "lookahead"),
+            *ints("block", "draft_span", "draft_span2", size=True),
+            *bools("drop", "annotated"),
+        ),
+        _lcp_domain,
+        lambda v, x: scheduler.last_cacheable_position(v, _lcp_params(x), x["tokens"]),
+        lambda f, x: f.last_cacheable_position(
+            x["tokens"], x["block"], x["drop"], x["lookahead"], (x["draft_span"], x["draft_span2"]), x["annotated"]
+        ),
+        scope="two annotated EAGLE draft groups, or none",
+        applies=_pr457,
+    ),
+    Subject(
+        "configuration_check",
+        (
+            *ints("cadence", "dcp", "page", "page2", "rblock", "draft_block", "draft_block2", size=True),
+            *bools("sharded", "sharded2", "draft_sharded", "annotated"),
+        ),
+        _groups_domain(("cadence", "dcp", "page", "page2", "rblock", "draft_block", "draft_block2")),
+        _guard_model,
+        lambda f, x: f.configuration_check(
+            x["cadence"],
+            x["dcp"],
+            tuple((x[b], x[s]) for b, s in TARGETS),
+            ((x["draft_block"], x["draft_sharded"], x["annotated"]), (x["draft_block2"], False, False)),
+            x["rblock"],
+        ),
+        scope="two target-attention groups, a Mamba group, an annotated and an unannotated draft group",
+        applies=_pr457,
+        required=_guarded,
+        raises_are_results=True,
+    ),
+)
+FUNCTIONS = tuple(s.name for s in ALL_SUBJECTS)
+
+
+def subjects(variant: Variant = BASELINE) -> dict[str, Subject]:
+    """The functions the variant's code has, each read against the variant's model."""
+    return {s.name: s.for_variant(variant) for s in ALL_SUBJECTS if s.applies(variant)}
+
+
+def every_subject(variant: Variant = BASELINE) -> dict[str, Subject]:
+    """Every function, for comparing two trees (one may lack a function)."""
+    return {s.name: s.for_variant(variant) for s in ALL_SUBJECTS}
+
+
+SUBJECTS = subjects(BASELINE)
+__all__ = ["FUNCTIONS", "SUBJECTS", "VARIANTS", "Subject", "every_subject", "subjects"]

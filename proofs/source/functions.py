@@ -12,16 +12,23 @@ import inspect
 from models.arith import is_symbolic
 from models.config import ConfigInputs
 from models.scheduler import SplitCall, SplitParams
+from models.variants import BASELINE, Variant
 from proofs.real_vllm.split import split_stand_ins
-from proofs.source import platform, resume
+from proofs.source import groups, platform, resume
 from proofs.source.loader import LoadedFunction, Loader
-from proofs.source.proxy import term
+from proofs.source.proxy import Unsupported, term
 from proofs.source.reading import symbolic_or_concrete
-from proofs.source.standins import StandIn, optional
+from proofs.source.standins import Lazy, StandIn, optional
 
 SCHEDULER = "vllm.v1.core.sched.scheduler"
 KV_CACHE_INTERFACE = "vllm.v1.kv_cache_interface"
+KV_CACHE_UTILS = groups.KV_CACHE_UTILS
 PLATFORM = "vllm.platforms.interface"
+ABSTRACT = platform.ABSTRACT
+# The classes whose methods a stand-in for `self` (or `cls`) runs from the
+# source when the function calls one the stand-in does not hold.
+SCHEDULER_CLASS = (SCHEDULER, "Scheduler")
+PLATFORM_CLASS = (PLATFORM, "Platform")
 
 
 def _symbolic(*values) -> bool:
@@ -29,10 +36,16 @@ def _symbolic(*values) -> bool:
 
 
 class ShippedFunctions:
-    def __init__(self, loader: Loader) -> None:
+    """`variant`: whose stand-ins the functions get where variants differ in
+    what vLLM hands them (the split's grid: cache_config.block_size for
+    0.33.0, the scheduler's Mamba block size for PR457)."""
+
+    def __init__(self, loader: Loader, variant: Variant = BASELINE) -> None:
         self.loader = loader
+        self.variant = variant
         loader.stand_ins.update(platform.STATIC)
         loader.stand_ins.update(resume.STAND_INS)
+        loader.stand_ins.update(groups.STAND_INS)
         self._loaded: dict[str, LoadedFunction] = {}
 
     def loaded(self, name: str) -> LoadedFunction:
@@ -76,18 +89,46 @@ class ShippedFunctions:
             "checkpoint_valid", _symbolic(query_start, query_end, position, hash_block, cadence, alignment), call
         )
 
-    def split(self, p: SplitParams, call: SplitCall):
+    def split(self, p: SplitParams, call: SplitCall, unread_block=None):
         """`Scheduler._mamba_block_aligned_split` with `self` and `request`
         stand-ins holding what it reads: the scheduler's block sizes, budget and flags, and the
-        request's token counts and shared-prefix boundary."""
+        request's token counts and shared-prefix boundary. The grid the
+        variant splits on is `p.block`: cache_config.block_size (0.33.0) or
+        the scheduler's `mamba_block_size` (PR457); the other one holds
+        `unread_block` (`p.block` when None), which the variant's split must
+        not read. The scheduler's `mamba_eagle_group_spans` are `p.eagle_spans`
+        when they are annotated, else none. A method of the real Scheduler
+        the split calls on `self` runs from the source."""
+        other = p.block if unread_block is None else unread_block
 
         def run(f):
-            scheduler, request = split_stand_ins(p, call, StandIn, optional)
+            on_cadence = self.variant.splits_on_cadence
+            physical, cadence = (other, p.block) if on_cadence else (p.block, other)
+            scheduler, request = split_stand_ins(
+                p,
+                call,
+                self._with_methods(SCHEDULER_CLASS),
+                optional,
+                physical_block=physical,
+                mamba_block_size=cadence,
+                mamba_eagle_group_spans=Lazy(lambda: _proxies(*p.eagle_spans) if _holds(p.eagle_annotated) else ()),
+            )
             n, local, external = _proxies(call.requested, call.local_hit, call.external_hit)
             return f(scheduler, request, n, local, external)
 
-        values = (*vars(p).values(), *vars(call).values())
+        values = (*vars(p).values(), *vars(call).values(), other)
         return self._call("split", _symbolic(*values), run)
+
+    def _with_methods(self, owner):
+        """A stand-in maker whose `self` runs `owner`'s methods from the source."""
+        module, cls = owner
+
+        def make(role, **fields):
+            if role.startswith("the scheduler"):
+                return StandIn(role, _methods=(self.loader, module, cls), **fields)
+            return StandIn(role, **fields)
+
+        return make
 
     def block_size_resolution(self, c: ConfigInputs):
         """`Platform._align_hybrid_block_size` on stand-ins for the configs,
@@ -97,7 +138,7 @@ class ShippedFunctions:
 
         def run(f):
             self.loader.stand_ins.update(platform.per_call(c))
-            cls, vllm_config, backend = platform.resolution_call(c)
+            cls, vllm_config, backend = platform.resolution_call(c, methods=(self.loader, *PLATFORM_CLASS))
             f(cls, vllm_config, backend)
             return platform.resolved(vllm_config)
 
@@ -108,16 +149,17 @@ class ShippedFunctions:
         lemmas = platform.page_lemmas(c) if symbolic else None
         return self._call("block_size_resolution", symbolic, run, value, lemmas)
 
-    def state_columns(self, computed, scheduled, cadence, spec_blocks, accepted, stale, resumed, fused):
-        """`preprocess_mamba` for one request (proofs/source/resume.py):
-        (copy source, copy destination, recorded state column)."""
+    def state_columns(self, x: dict):
+        """`preprocess_mamba` for a batch of two requests (proofs/source/resume.py):
+        per request, the recorded state column, the accepted count after it,
+        and every copy (source, destination, bias)."""
 
         def run(f):
-            call = resume.preprocess_call(computed, scheduled, cadence, spec_blocks, accepted, stale, resumed, fused)
+            call = resume.preprocess_call(x)
             f(**call.arguments)
             return call.observed()
 
-        values = (computed, scheduled, cadence, spec_blocks, accepted, stale, resumed, fused)
+        values = tuple(x[v.name] for v in resume.STATE_COLUMN_VARS)
         return self._call("state_columns", _symbolic(*values), run, value=lambda v: tuple(term(x) for x in v))
 
     def seeded_state_column(self, computed, cadence, block):
@@ -135,7 +177,8 @@ class ShippedFunctions:
         """`preprocess_mamba_align_fused_kernel`, the V2 worker's step, for a
         request at `computed` scheduled `scheduled` tokens (from `batch_offset`
         in the batch) whose state is in column `previous`: (the copy's source
-        column, the column after the chunk)."""
+        column, the column after the chunk, the copy's bias, the accepted
+        count after the step)."""
 
         def run(f):
             launch, observed = resume.kernel_call(computed, scheduled, cadence, previous, accepted, batch_offset)
@@ -144,6 +187,98 @@ class ShippedFunctions:
 
         values = (computed, scheduled, cadence, previous, accepted, batch_offset)
         return self._call("advanced_state_column", _symbolic(*values), run, value=lambda v: tuple(map(term, v)))
+
+    def checkpoint_alignment(self, alignments):
+        """`get_mamba_prefill_checkpoint_alignment` over one Mamba layer per
+        alignment (0 for a layer that declares none): the lcm, None as 0."""
+
+        def run(f):
+            alignment = f(platform.layers_config(alignments))
+            return 0 if alignment is None else alignment
+
+        return self._call("checkpoint_alignment", _symbolic(*alignments), run)
+
+    def recurrent_cadence(self, mamba_blocks, attention_block, draft_block):
+        """PR457's `get_mamba_recurrent_block_size` over a target-attention
+        group, the Mamba groups (one per block size) and an annotated draft
+        group, in that order but the draft second: the lcm of the Mamba groups' blocks."""
+
+        def run(f):
+            specs = [
+                groups.group(groups.FullAttentionSpec(attention_block, dcp_sharded=True), "target"),
+                groups.group(groups.FullAttentionSpec(draft_block, is_draft=True), "draft", eagle=True),
+                *(groups.group(groups.MambaSpec(b), f"mamba-{i}") for i, b in enumerate(mamba_blocks)),
+            ]
+            cadence = f(specs)
+            return 0 if cadence is None else cadence
+
+        return self._call("recurrent_cadence", _symbolic(*mamba_blocks, attention_block, draft_block), run)
+
+    def eagle_spans(self, dcp, target, drafts, mamba_block, mamba_annotated):
+        """PR457's `get_eagle_group_block_spans`: `target` is (block, sharded),
+        each draft (block, sharded, annotated); a Mamba group annotated or
+        not. The spans as (count, span, span, ...), padded with 0 to one
+        entry per draft."""
+
+        def run(f):
+            specs = [groups.group(groups.FullAttentionSpec(target[0], dcp_sharded=target[1]), "target")]
+            for i, (block, sharded, annotated) in enumerate(drafts):
+                spec = groups.FullAttentionSpec(block, dcp_sharded=sharded, is_draft=True)
+                specs.append(groups.group(spec, f"draft-{i}", eagle=annotated))
+            specs.append(groups.group(groups.MambaSpec(mamba_block), "mamba", eagle=mamba_annotated))
+            spans = f(specs, _proxies(dcp)[0])
+            if not isinstance(spans, tuple):
+                raise Unsupported(f"the spans came as a {type(spans).__name__}, not a tuple")
+            if len(spans) > len(drafts):
+                return (len(spans), *spans[: len(drafts)])
+            return (len(spans), *spans, *([0] * (len(drafts) - len(spans))))
+
+        flat = [dcp, *target, mamba_block, mamba_annotated, *(v for d in drafts for v in d)]
+        return self._call("eagle_spans", _symbolic(*flat), run, value=lambda v: tuple(term(x) for x in v))
+
+    def last_cacheable_position(self, tokens, block, drop, lookahead, spans, annotated):
+        """PR457's `get_mamba_last_cacheable_position`, handed the annotated
+        EAGLE groups' spans when `annotated`, else none (as the scheduler
+        holds them)."""
+
+        def run(f):
+            given = tuple(_proxies(*spans)) if (annotated if isinstance(annotated, bool) else _holds(annotated)) else ()
+            n, r, d, look = _proxies(tokens, block, drop, lookahead)
+            return f(n, r, d, num_hash_lookahead_tokens=look, eagle_group_block_spans=given)
+
+        return self._call("last_cacheable_position", _symbolic(tokens, block, drop, lookahead, *spans, annotated), run)
+
+    def configuration_check(self, cadence, dcp, targets, drafts, mamba_block):
+        """pr457-guarded's `check_mamba_checkpoint_cadence` over target
+        groups (block, sharded), draft groups (block, sharded, annotated) and
+        a Mamba group: True when it accepts, False when it refuses with a
+        ValueError (its answer, not a crash)."""
+
+        def run(f):
+            specs = [
+                groups.group(groups.FullAttentionSpec(b, dcp_sharded=s), f"target-{i}")
+                for i, (b, s) in enumerate(targets)
+            ]
+            specs.append(groups.group(groups.MambaSpec(mamba_block), "mamba"))
+            for i, (block, sharded, annotated) in enumerate(drafts):
+                spec = groups.FullAttentionSpec(block, dcp_sharded=sharded, is_draft=True)
+                specs.append(groups.group(spec, f"draft-{i}", eagle=annotated))
+            r, d = _proxies(cadence, dcp)
+            try:
+                f(specs, r, d)
+            except ValueError:
+                return False
+            return True
+
+        flat = [cadence, dcp, mamba_block, *(v for t in targets for v in t), *(v for d in drafts for v in d)]
+        return self._call("configuration_check", _symbolic(*flat), run)
+
+
+def _holds(flag) -> bool:
+    """A Bool input's truth on this path (a fork when it is symbolic)."""
+    from proofs.source import paths
+
+    return paths.decide(flag) if not isinstance(flag, bool) else flag
 
 
 def _accepted(function, **keywords):
@@ -168,5 +303,11 @@ TARGETS = {
     "state_columns": (resume.MAMBA_UTILS, "preprocess_mamba"),
     "seeded_state_column": (resume.MAMBA_HYBRID, "MambaHybridModelState.add_request"),
     "advanced_state_column": (resume.MAMBA_UTILS, "preprocess_mamba_align_fused_kernel"),
+    "checkpoint_alignment": (ABSTRACT, "get_mamba_prefill_checkpoint_alignment"),
+    # PR457's functions (patches/vllm-0.33.0/)
+    "recurrent_cadence": (KV_CACHE_UTILS, "get_mamba_recurrent_block_size"),
+    "eagle_spans": (KV_CACHE_UTILS, "get_eagle_group_block_spans"),
+    "last_cacheable_position": (KV_CACHE_INTERFACE, "get_mamba_last_cacheable_position"),
+    "configuration_check": (KV_CACHE_UTILS, "check_mamba_checkpoint_cadence"),
 }
 KERNELS = {"advanced_state_column"}  # Triton kernels, run as Python (proofs/source/kernel.py)

@@ -83,6 +83,17 @@ class VllmSource:
                     return file.read_text()
         return None
 
+    def python_files(self):
+        """(path under the tree's root, as "vllm/x/y.py"; its bytes) of every Python file."""
+        if self._wheel is not None:
+            for name in self._wheel.namelist():
+                if name.startswith("vllm/") and name.endswith(".py"):
+                    yield name, self._wheel.read(name)
+            return
+        root = self._directory.parent
+        for file in sorted(self._directory.rglob("*.py")):
+            yield str(file.relative_to(root)), file.read_bytes()
+
     def version(self) -> str | None:
         text = self.module_text("vllm._version")
         if text is None:
@@ -97,7 +108,10 @@ class VllmSource:
 
 # Decorators that only bind a function or cache its results: the executor
 # calls the plain function (a cache would hash the proxies).
-_BINDING_DECORATORS = {"classmethod", "staticmethod", "cache", "lru_cache", "cached"}
+_BINDING_DECORATORS = {"classmethod", "staticmethod", "cache", "lru_cache", "cached", "override"}
+# How a method is bound when a stand-in for `self` runs it from the source.
+_METHOD_KINDS = {"staticmethod": "staticmethod", "classmethod": "classmethod"}
+_PROPERTIES = {"property", "cached_property"}
 _KERNEL_DECORATORS = {"jit"}
 
 
@@ -131,6 +145,7 @@ class Loader:
         self.stand_ins = dict(stand_ins or {})
         self._modules: dict[str, _Module] = {}
         self._functions: dict[tuple[str, str], LoadedFunction] = {}
+        self._methods: dict[tuple[str, str, str], tuple[object, str] | None] = {}
         self.files: set[str] = set()
         self._builtins = dict(vars(builtins))
         self._builtins.update(min=symbolic_min, max=symbolic_max, __import__=self._import)
@@ -150,6 +165,52 @@ class Loader:
             return _find(self._module(module).tree, qualname) is not None
         except SourceError:
             return False
+
+    def method(self, module: str, cls: str, name: str) -> tuple[object, str] | None:
+        """`cls.name` as the source defines it, in `cls` or in a base class
+        that vLLM defines: (the loaded function, "method" | "staticmethod" |
+        "classmethod" | "property"), or None when there is no such method.
+        An abstract method is none: its body is not what runs."""
+        mangled = f"_{cls.lstrip('_')}__"
+        if name.startswith(mangled):
+            name = "__" + name[len(mangled) :]
+        key = (module, cls, name)
+        if key not in self._methods:
+            found = self._find_method(module, cls, name, depth=0)
+            if found is None:
+                self._methods[key] = None
+            else:
+                where, qualname, kind = found
+                self._methods[key] = (self.load(where, qualname).function, kind)
+        return self._methods[key]
+
+    def _find_method(self, module: str, cls: str, name: str, depth: int) -> tuple[str, str, str] | None:
+        if depth > 8 or self.source.module_text(module) is None:
+            return None
+        m = self._module(module)
+        node = _find_class(m.tree, cls)
+        if node is None:
+            return None
+        for item in node.body:
+            if isinstance(item, ast.FunctionDef) and item.name == name:
+                decorators = {_decorator_name(d) for d in item.decorator_list}
+                if "abstractmethod" in decorators:
+                    return None
+                kind = next((_METHOD_KINDS[d] for d in decorators if d in _METHOD_KINDS), "method")
+                return module, f"{cls}.{name}", "property" if decorators & _PROPERTIES else kind
+        for base in node.bases:
+            if not isinstance(base, ast.Name):
+                continue
+            if _find_class(m.tree, base.id) is not None:
+                found = self._find_method(module, base.id, name, depth + 1)
+            elif base.id in m.imports and m.imports[base.id][1] is not None:
+                where, attribute = m.imports[base.id]
+                found = self._find_method(where, attribute, name, depth + 1) if where.startswith("vllm") else None
+            else:
+                found = None
+            if found is not None:
+                return found
+        return None
 
     def load(self, module: str, qualname: str, kernel: bool = False) -> LoadedFunction:
         """`kernel`: a Triton kernel, whose `@triton.jit` is dropped so its body
@@ -256,6 +317,15 @@ class _LazyModule:
         return value
 
 
+def _find_class(tree: ast.Module, name: str) -> ast.ClassDef | None:
+    return next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name), None)
+
+
+def _decorator_name(decorator: ast.expr) -> str:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "?")
+
+
 def _find(tree: ast.Module, qualname: str) -> ast.FunctionDef | None:
     body = tree.body
     parts = qualname.split(".")
@@ -277,9 +347,8 @@ def _plain(node: ast.FunctionDef, qualname: str, also_dropped: set[str]) -> ast.
     """The def without annotations, binding decorators and `also_dropped`."""
     node = copy.deepcopy(node)
     for decorator in node.decorator_list:
-        target = decorator.func if isinstance(decorator, ast.Call) else decorator
-        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "?")
-        if name not in _BINDING_DECORATORS | also_dropped:
+        name = _decorator_name(decorator)
+        if name not in _BINDING_DECORATORS | _PROPERTIES | also_dropped:
             raise SourceError(f"{qualname}: decorator @{name} (line {decorator.lineno}) is not supported")
     node.decorator_list = []
     node.returns = None

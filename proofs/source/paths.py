@@ -20,6 +20,7 @@ import z3
 
 from models import arith
 from proofs import interrupts
+from proofs.source import budget
 
 CHECK_RLIMIT = 2_000_000  # per feasibility check
 # per pruned check: small queries; a larger budget let one nonlinear check
@@ -140,7 +141,7 @@ class _Feasibility:
         self._defined = len(definitions)
         self.solver.set("rlimit", CHECK_RLIMIT)
         self.checks += 1
-        return self.solver.check(*(self.literal(c) for c in path), self.literal(condition))
+        return budget.check(self.solver, *(self.literal(c) for c in path), self.literal(condition))
 
     def _pruned(self, path: list[z3.BoolRef], condition: z3.BoolRef) -> z3.CheckSatResult:
         owners = self.context.owners_read([*path, condition])
@@ -149,7 +150,7 @@ class _Feasibility:
         solver.add(*self.assumptions, *self.context.definitions_of(owners), *self.lemmas(self.context, owners))
         solver.add(*path, condition)
         self.checks += 1
-        return solver.check()
+        return budget.check(solver)
 
 
 class _Oracle:
@@ -208,6 +209,7 @@ def decide(condition: z3.BoolRef, kind: str = "branch") -> bool:
     oracle = _oracle.get()
     if oracle is None:
         raise RuntimeError("a symbolic condition was branched on outside an exploration")
+    budget.poll()
     simplified = z3.simplify(condition)
     if z3.is_true(simplified):
         return True
@@ -250,6 +252,7 @@ def explore(
     while stack:
         if len(exploration.paths) >= max_paths:
             raise PathLimit(f"more than {max_paths} paths")
+        budget.poll()
         forced = stack.pop()
         oracle = _Oracle(forced, feasibility, exploration, files)
         token = _oracle.set(oracle)

@@ -23,7 +23,7 @@ import z3
 
 from models import arith
 from models.config import ConfigInputs
-from proofs.source import paths
+from proofs.source import budget, paths
 from proofs.source.proxy import SymInt, term, wrap
 from proofs.source.standins import StandIn, optional
 
@@ -31,12 +31,37 @@ ABSTRACT = "vllm.model_executor.layers.mamba.abstract"
 
 
 def symbolic_lcm(*values):
-    """`math.lcm` on proxies: arith's lcm of the terms (a 1 dropped, which is
-    exact), the builtin on ints."""
+    """`math.lcm` on proxies: `canonical_lcm` of the terms, the builtin on ints."""
     if not any(isinstance(v, SymInt) for v in values):
         return math.lcm(*values)
-    kept = [v for v in values if not (isinstance(v, int) and v == 1)]
-    return wrap(arith.lcm(*(term(v) for v in kept)))
+    return wrap(canonical_lcm(*(term(v) for v in values)))
+
+
+def canonical_lcm(*terms):
+    """arith's lcm of `terms`, the same term however the lcm is written: an
+    lcm of lcms is the lcm of all their terms, a 1 and a repeated term are
+    dropped (math.lcm(math.lcm(a, b), c), math.lcm(a, b, c) and a loop
+    folding lcm(1, a), then b, then c are one term). The terms keep their
+    order: the lemmas that meet two readings' lcms compare them argument by
+    argument. Exact for the positive terms arith's lcm is defined on."""
+    context = arith._context()
+    made = context.__dict__.setdefault("_source_lcm_terms", {})  # lcm term id -> (the term, its terms)
+    flat: dict[int, z3.ArithRef] = {}
+    stack = [t if isinstance(t, z3.ExprRef) else z3.IntVal(t) for t in reversed(terms)]
+    while stack:
+        t = stack.pop()
+        if t.get_id() in made and made[t.get_id()][0].eq(t):
+            stack.extend(reversed(made[t.get_id()][1]))
+        elif not (z3.is_int_value(t) and t.as_long() == 1):
+            flat.setdefault(t.get_id(), t)
+    kept = list(flat.values())
+    if not kept:
+        return z3.IntVal(1)
+    if len(kept) == 1:
+        return kept[0]
+    result = arith.lcm(*kept)
+    made[result.get_id()] = (result, tuple(kept))
+    return result
 
 
 class _QuietLogger:
@@ -112,7 +137,7 @@ def equivalence_lemmas(
     solver.set("rlimit", BLOCK_RLIMIT)
     solver.add(*context.definitions_of(read), *congruences)
     solver.add(facts, z3.Not(block_equal))
-    if solver.check() == z3.unsat:
+    if budget.check(solver) == z3.unsat:
         return [block_equal, *products]
     return [*congruences, *products]
 
@@ -213,8 +238,21 @@ def _backend(role: str, kernel_min):
     )
 
 
-def resolution_call(c: ConfigInputs):
-    """(cls, vllm_config, backend_cls) for the method, from the model's inputs."""
+def layers_config(alignments) -> StandIn:
+    """A vllm_config whose forward context holds one Mamba layer per
+    alignment (0: the layer declares none), as `get_layers_from_vllm_config`
+    reads it (the stand-in `_layers_of`)."""
+    layers = {
+        f"mamba-layer-{i}": StandIn(f"Mamba layer {i}", get_prefill_checkpoint_alignment=lambda a=a: optional(a))
+        for i, a in enumerate(alignments)
+    }
+    return StandIn("vllm_config", compilation_config=StandIn("compilation_config", static_forward_context=layers))
+
+
+def resolution_call(c: ConfigInputs, methods=None):
+    """(cls, vllm_config, backend_cls) for the method, from the model's inputs.
+    `methods`: (loader, module, class) whose methods the stand-in for `cls`
+    runs from the source when the method calls one it does not hold."""
     align = c.align_mode if isinstance(c.align_mode, bool) else paths.decide(c.align_mode)
     mode = "align" if align else "none"
     layer = StandIn("the Mamba layer", get_prefill_checkpoint_alignment=lambda: optional(c.checkpoint_alignment))
@@ -226,9 +264,9 @@ def resolution_call(c: ConfigInputs):
             block_size=c.block_size,
             mamba_cache_mode=mode,
             kv_cache_dtype_skip_layers=None,
-            # Releases before 0.33.0 keep a resolved mamba_block_size beside this flag; the model's
-            # input is the user's value or None, so the flag is always set.
-            user_specified_mamba_block_size=True,
+            # Whether --mamba-block-size was given: PR457 keeps it in align mode (and releases
+            # before 0.33.0 read the flag too); 0.33.0 does not read it.
+            user_specified_mamba_block_size=c.explicit_mamba_block_size,
         ),
         model_config=StandIn(
             "model_config",
@@ -245,6 +283,7 @@ def resolution_call(c: ConfigInputs):
     # Releases before 0.33.0 ask for a sparse indexer's block multiple: the base Platform has none (None).
     platform = StandIn(
         "the platform (cls)",
+        _methods=methods,
         _find_non_ssm_backends=lambda _config: non_ssm,
         _get_indexer_block_alignment=lambda _config: None,
     )

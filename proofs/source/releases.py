@@ -69,3 +69,41 @@ def _download(version: str) -> Path:
     if wheel is None:
         raise SourceError(f"vLLM {version}: pip downloaded no wheel named vllm-{version}-*.whl")
     return wheel
+
+
+def spec_source(spec: str) -> VllmSource:
+    """A --diff side: a release (X.Y.Z), a release with one of the project's
+    patches (X.Y.Z+NAME), or a path."""
+    release, plus, patch = spec.partition("+")
+    if plus and is_release(release):
+        return patched_source(source_for(version=release), patch)
+    return source_for(version=spec) if is_release(spec) else source_for(path=spec)
+
+
+def patched_source(source: VllmSource, patch: str) -> VllmSource:
+    """`source` with the project's patch `patch` (for its release) or a diff file applied."""
+    from proofs.source import patches
+
+    version = source.version()
+    if version is None:
+        raise SourceError(f"{source.label}: no vllm/_version.py to tell which release the patch is for")
+    return patches.patched(source, version, patches.diff_file(patch, version))
+
+
+def variant_for(name: str | None, patch: str | None):
+    """--variant, else the patch's name when it names a variant (pr457,
+    pr457-guarded; for --diff, the B side's X.Y.Z+NAME), else the baseline."""
+    from pathlib import Path
+
+    from models.variants import BASELINE, VARIANTS, get_variant
+
+    if name is not None:
+        return get_variant(name)
+    if patch:
+        stem = patch.partition("+")[2] if is_release(patch.partition("+")[0]) else patch
+        stem = Path(stem).stem if stem.endswith((".diff", ".patch")) else stem
+        if stem in VARIANTS:
+            return VARIANTS[stem]
+        if "+" not in patch and not is_release(patch):
+            raise SourceError(f"--patch {patch}: which model is it? give --variant")
+    return BASELINE

@@ -7,17 +7,19 @@ from __future__ import annotations
 import sys
 import time
 
+from models.variants import BASELINE, Variant
 from proofs import interrupts
 from proofs.solver import PROVED, REFUTED
 from proofs.source import crashes
 from proofs.source import theorems as split_theorems
 from proofs.source.decide import equivalence
-from proofs.source.equivalence import SUBJECTS
+from proofs.source.equivalence import FUNCTIONS, every_subject, subjects
 from proofs.source.functions import TARGETS, ShippedFunctions
 from proofs.source.loader import Loader, VllmSource
 
-FUNCTIONS = tuple(SUBJECTS)
-DEFAULT_FUNCTIONS = FUNCTIONS
+ABSENT = "ABSENT"
+DEFAULT_FUNCTIONS = tuple(subjects(BASELINE))  # 0.33.0's; a variant adds its own (subjects(variant))
+__all__ = ["ABSENT", "DEFAULT_FUNCTIONS", "FUNCTIONS", "check", "diff", "render_text"]
 
 
 def _present(functions: ShippedFunctions, name: str) -> bool:
@@ -36,26 +38,32 @@ def _raises(subject, functions):
     return replay
 
 
-def check(source: VllmSource, names=DEFAULT_FUNCTIONS, progress=True, theorems=True) -> dict:
-    """Each function of `source` against the model; with `theorems`, the
-    split theorems of the catalogue on the shipped split."""
-    functions = ShippedFunctions(Loader(source))
+def check(source: VllmSource, names=None, progress=True, theorems=True, variant: Variant = BASELINE) -> dict:
+    """Each function of `source` against `variant`'s model (by default every
+    function the variant's code has); with `theorems`, the split theorems of
+    the catalogue on the shipped split."""
+    functions = ShippedFunctions(Loader(source), variant)
+    chosen = subjects(variant)
+    names = tuple(chosen) if names is None else tuple(names)
     started = time.perf_counter()
-    result = {"source": source.label, "version": source.version(), "functions": {}}
+    result = {"source": source.label, "version": source.version(), "variant": variant.name, "functions": {}}
     for name in names:
         interrupts.raise_if_requested()  # between functions: where a dropped interrupt stops the run
         if progress:
             print(f"source: {name} ...", file=sys.stderr, flush=True)
-        entry = result["functions"][name] = {"qualname": ".".join(TARGETS[name])}
+        subject = chosen[name]
+        entry = result["functions"][name] = {"qualname": ".".join(TARGETS[name]), "scope": subject.scope}
         if not _present(functions, name):
-            entry["verdict"] = "ABSENT"
+            entry["verdict"] = ABSENT
+            entry["required"] = subject.required(variant)
             continue
-        verdict = equivalence(SUBJECTS[name], functions)
+        verdict = equivalence(subject, functions)
         entry.update(_verdict(verdict))
         if verdict.exploration is not None:
             loaded = functions.loaded(name)
             declared = [site for f in _with_helpers(loaded) for site in f.crash_sites]
-            subject = SUBJECTS[name]
+            if subject.raises_are_results:
+                declared = [site for site in declared if site[2] != "raise"]
             sites = crashes.sites(
                 verdict.exploration,
                 declared,
@@ -86,30 +94,41 @@ def check(source: VllmSource, names=DEFAULT_FUNCTIONS, progress=True, theorems=T
         verdicts = split_theorems.prove_all(split_theorems.THEOREMS, functions, progress=announce)
         result["theorems"] = {name: _verdict(v) for name, v in verdicts.items()}
     result["seconds"] = round(time.perf_counter() - started, 2)
-    result["ok"] = all(
-        e["verdict"] == PROVED and all(s["verdict"] == PROVED for s in e.get("crash_sites", []))
-        for e in result["functions"].values()
-    ) and all(t["verdict"] == PROVED for t in result.get("theorems", {}).values())
+    result["ok"] = all(_holds(e) for e in result["functions"].values()) and all(
+        t["verdict"] == PROVED for t in result.get("theorems", {}).values()
+    )
     return result
 
 
-def diff(a: VllmSource, b: VllmSource, names=DEFAULT_FUNCTIONS, progress=True) -> dict:
-    """Each function of `a` against the same function of `b`."""
-    left, right = ShippedFunctions(Loader(a)), ShippedFunctions(Loader(b))
+def _holds(entry: dict) -> bool:
+    """PROVED with every crash site PROVED, or absent where the variant has no such function."""
+    if entry["verdict"] == ABSENT:
+        return not entry["required"]
+    return entry["verdict"] == PROVED and all(s["verdict"] == PROVED for s in entry.get("crash_sites", []))
+
+
+def diff(a: VllmSource, b: VllmSource, names=None, progress=True, variant: Variant = BASELINE) -> dict:
+    """Each function of `a` against the same function of `b` (by default
+    every function either may have: one only `b` has is ABSENT from `a`),
+    both on `variant`'s stand-ins."""
+    left, right = ShippedFunctions(Loader(a), variant), ShippedFunctions(Loader(b), variant)
+    chosen = every_subject(variant)
+    names = FUNCTIONS if names is None else tuple(names)
     started = time.perf_counter()
-    result = {"a": a.label, "b": b.label, "functions": {}}
+    result = {"a": a.label, "b": b.label, "variant": variant.name, "functions": {}}
     for name in names:
+        interrupts.raise_if_requested()
         if progress:
             print(f"source --diff: {name} ...", file=sys.stderr, flush=True)
-        entry = result["functions"][name] = {}
+        entry = result["functions"][name] = {"qualname": ".".join(TARGETS[name])}
         absent = [s.label for s, f in ((a, left), (b, right)) if not _present(f, name)]
         if absent:
-            entry["verdict"] = "ABSENT"
+            entry["verdict"] = ABSENT
             entry["reason"] = "absent from " + " and ".join(absent)
             continue
-        entry.update(_verdict(equivalence(SUBJECTS[name], left, right)))
+        entry.update(_verdict(equivalence(chosen[name], left, right)))
     result["seconds"] = round(time.perf_counter() - started, 2)
-    result["ok"] = all(e["verdict"] in (PROVED, REFUTED, "ABSENT") for e in result["functions"].values())
+    result["ok"] = all(e["verdict"] in (PROVED, REFUTED, ABSENT) for e in result["functions"].values())
     return result
 
 
@@ -144,17 +163,22 @@ def _plain(value):
 
 
 def render_text(result: dict) -> str:
+    variant = result.get("variant", BASELINE.name)
     if "a" in result:
-        lines = [f"{result['a']}  against  {result['b']}"]
+        lines = [f"{result['a']}  against  {result['b']} (stand-ins of {variant})"]
     else:
-        lines = [f"{result['source']} (version {result['version']}) against the model"]
+        lines = [f"{result['source']} (version {result['version']}) against the model of {variant}"]
     for name, e in result["functions"].items():
-        line = f"  {name:<20} {e['verdict']:<8}"
+        line = f"  {name:<23} {e['verdict']:<8}"
         if "returned" in e:  # explored (an executor ERROR has no paths)
             line += f" {e['returned']} returning paths, {e['raised']} raising, {e['seconds']} s"
+        if e["verdict"] == ABSENT and "reason" not in e:
+            line += "  (required by the variant)" if e.get("required") else "  (not in the variant's code)"
         if "reason" in e:
             line += f"  ({e['reason']})"
         lines.append(line)
+        if e["verdict"] == PROVED and e.get("scope"):
+            lines.append(f"      scope: {e['scope']}")
         if "counterexample" in e:
             lines.append(f"      differs on {e['counterexample']}: {e['values']['first']} vs {e['values']['second']}")
         for s in e.get("crash_sites", []):

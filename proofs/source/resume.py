@@ -43,15 +43,50 @@ from dataclasses import dataclass
 import z3
 
 from models import arith, prefill
+from proofs.claims import Kind, Var
 from proofs.source import kernel, paths
 from proofs.source.proxy import SymInt, Unsupported, wrap
 from proofs.source.standins import StandIn
 
 MAMBA_UTILS = "vllm.v1.worker.mamba_utils"
 MAMBA_HYBRID = "vllm.v1.worker.gpu.model_states.mamba_hybrid"
-REQUEST = "request-0"
-LAYER = "mamba-layer-0"
+REQUESTS = ("request-0", "request-1")  # the batch, in order
+LAYERS = ("mamba-layer-0", "mamba-layer-1")  # one Mamba group's layers
+STATES = 2  # state tensors per layer (conv and temporal), one copy function each
+COPIES = len(LAYERS) * STATES  # copies of a request's state on the scalar path
 NO_COPY = -1  # the source and destination observed when no state is copied
+STATE_COLUMNS_SCOPE = (
+    "two requests in a batch; one Mamba group of two layers with two state tensors each; "
+    "the scalar copy and the fused pre-copy"
+)
+# Each request's inputs: "computed", "computed2", ... (the first request's unsuffixed).
+PER_REQUEST = ("computed", "scheduled", "accepted", "stale", "resumed")
+
+
+def _named(stem: str, i: int) -> str:
+    return stem if i == 0 else f"{stem}{i + 1}"
+
+
+def _all(stem: str) -> tuple[str, ...]:
+    return tuple(_named(stem, i) for i in range(len(REQUESTS)))
+
+
+STATE_COLUMN_VARS = (
+    *(Var(n) for n in (*_all("computed"), "spec_blocks", *_all("stale"))),
+    *(Var(n, size=True) for n in (*_all("scheduled"), "cadence", *_all("accepted"))),
+    *(Var(n, Kind.BOOL) for n in (*_all("resumed"), "fused")),
+)
+
+
+def state_columns_domain(x: dict) -> dict:
+    return {
+        "token counts non-negative, a chunk scheduled": arith.all_of(
+            *(x[n] >= 0 for n in _all("computed")), *(x[n] >= 1 for n in _all("scheduled"))
+        ),
+        "block and accepted counts positive": arith.all_of(x["cadence"] >= 1, *(x[n] >= 1 for n in _all("accepted"))),
+        "speculative blocks non-negative": x["spec_blocks"] >= 0,
+        "a stale column is a column or none (-1)": arith.all_of(*(x[n] >= -1 for n in _all("stale"))),
+    }
 
 
 def _holds(flag) -> bool:
@@ -61,35 +96,48 @@ def _holds(flag) -> bool:
 
 @dataclass(frozen=True)
 class Column:
-    """A state column as a pointer: which side of a copy it names."""
+    """A state column as a pointer: which side of a copy it names, of which
+    request, and (a source) the accepted-token count the copy was given."""
 
     role: str  # "source" or "destination"
     index: object
+    request: str
+    accepted: object = None
 
 
 class _BlockIds:
     """A request's block ids for one group: block `i` is known by its column."""
 
+    def __init__(self, request: str) -> None:
+        self.request = request
+
     def __getitem__(self, column):
-        return ("block at column", column)
+        return ("block at column", column, self.request)
 
 
 class _StateTensor:
     """One state tensor of a layer: indexed by a block, its `data_ptr()`
-    names the column the block was taken from."""
+    names the column (and request) the block was taken from."""
 
     def __getitem__(self, block):
         if not (isinstance(block, tuple) and block[0] == "block at column"):
             raise Unsupported(f"a state tensor indexed by {block!r}, not by a request's block")
-        return StandIn("a state block", data_ptr=lambda: Column("destination", block[1]))
+        return StandIn("a state block", data_ptr=lambda: Column("destination", block[1], block[2]))
 
     def element_size(self):
         return 1
 
 
 def _copy_spec(state, block_ids, src_block_idx, num_accepted_tokens):
-    """A copy function: the state is read from column `src_block_idx`."""
-    return StandIn("a copy spec", start_addr=Column("source", src_block_idx), num_elements=1)
+    """A copy function: the state is read from column `src_block_idx`, with
+    the accepted-token count it was given (the bias is that minus one)."""
+    if not isinstance(block_ids, _BlockIds):
+        raise Unsupported("a copy function given other block ids than a request's")
+    return StandIn(
+        "a copy spec",
+        start_addr=Column("source", src_block_idx, block_ids.request, num_accepted_tokens),
+        num_elements=1,
+    )
 
 
 class _Array:
@@ -157,6 +205,11 @@ STAND_INS = {
 }
 
 
+# Per request, the observation: (recorded column, accepted count after, copies made), then
+# COPIES entries (source column, destination column, bias), unused ones NO_ENTRY.
+NO_ENTRY = (NO_COPY, NO_COPY, 0)
+
+
 @dataclass
 class PreprocessCall:
     """One call of `preprocess_mamba`'s stand-ins, and what it recorded."""
@@ -164,80 +217,115 @@ class PreprocessCall:
     arguments: dict
     state_index: dict
     copy_buffers: StandIn
+    accepted: list  # the batch's num_accepted_tokens_cpu, as the call left it
     fused: object  # the align context's buffers, or None on the scalar path
 
     def observed(self) -> tuple:
-        """(copy source, copy destination, recorded state column); the copy
-        columns are NO_COPY when no state is copied."""
-        recorded = self.state_index[REQUEST]
-        if self.fused is not None:
-            source = self.fused.precopy_src_col_buf.sent
-            destination = self.fused.mamba_state_idx_buf.sent
-            if source is None or destination is None:
-                raise Unsupported("the fused path never sent its columns to the GPU")
-            # The kernel copies from a column >= 0 into the running column.
-            copies = source[0] != NO_COPY
-            return (source[0], destination[0], recorded) if copies else (NO_COPY, NO_COPY, recorded)
-        sent = self.copy_buffers.src_ptrs.sent, self.copy_buffers.dst_ptrs.sent
-        if sent[0] is None:
-            return (NO_COPY, NO_COPY, recorded)
-        (source,), (destination,) = sent  # one group, one layer, one state: one copy
-        return (source.index, destination.index, recorded)
+        """Every request's observation, in batch order (see NO_ENTRY)."""
+        out = []
+        for i, request in enumerate(REQUESTS):
+            if request not in self.state_index:
+                raise Unsupported(f"preprocess_mamba recorded no state column for {request}")
+            entries = self._fused_entry(i) if self.fused is not None else self._copies_of(request)
+            count = len(entries) if self.fused is None else (0 if _is(entries[0][0], NO_COPY) else 1)
+            if len(entries) > COPIES:
+                raise Unsupported(f"{len(entries)} copies of {request}'s state, more than its {COPIES} tensors")
+            entries = entries + [NO_ENTRY] * (COPIES - len(entries))
+            out += [self.state_index[request], self.accepted[i], count, *(v for e in entries for v in e)]
+        return tuple(out)
+
+    def _fused_entry(self, i: int) -> list:
+        sent = self.fused.precopy_src_col_buf.sent, self.fused.mamba_state_idx_buf.sent
+        bias = self.fused.precopy_token_bias_buf.sent
+        if sent[0] is None or sent[1] is None or bias is None:
+            raise Unsupported("the fused path never sent its columns to the GPU")
+        source = sent[0][i]
+        return [(NO_COPY if _is(source, NO_COPY) else source, sent[1][i], bias[i])]
+
+    def _copies_of(self, request: str) -> list:
+        sources, destinations = self.copy_buffers.src_ptrs.sent, self.copy_buffers.dst_ptrs.sent
+        if sources is None:
+            return []
+        entries = []
+        for source, destination in zip(sources, destinations, strict=True):
+            if not (isinstance(source, Column) and isinstance(destination, Column)):
+                raise Unsupported("a copy whose pointers are not a state's")
+            if source.request != destination.request:
+                raise Unsupported(f"a copy from {source.request}'s state into {destination.request}'s")
+            if source.request == request:
+                entries.append((source.index, destination.index, source.accepted - 1))
+        return entries
 
 
-def preprocess_call(computed, scheduled, cadence, spec_blocks, accepted, stale, resumed, fused) -> PreprocessCall:
-    """The arguments of `preprocess_mamba` for one request that has
-    `computed` tokens and is scheduled `scheduled` more. `resumed`: it comes
-    back from preemption with a stale entry (`stale`) in the state-index map,
-    which the function must drop; otherwise it is new (no entry).
-    `fused`: the V1 fused pre-copy path (an align context) instead of the
-    scalar copy."""
-    is_resumed = _holds(resumed)
-    state_index = {REQUEST: wrap(stale)} if is_resumed else {}
-    spec = _MambaSpec(cadence, spec_blocks)
+def _is(value, constant: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value == constant
+
+
+def preprocess_call(x: dict) -> PreprocessCall:
+    """The arguments of `preprocess_mamba` for a batch of REQUESTS, request i
+    at `computed` (suffixed for i > 0) scheduled `scheduled` more. `resumed`:
+    it comes back from preemption with a stale entry (`stale`) in the
+    state-index map, which the function must drop; otherwise it is new (no
+    entry). `fused`: the V1 fused pre-copy path (an align context) instead
+    of the scalar copy."""
+    state_index = {}
+    resumed_ids = set()
+    for i, request in enumerate(REQUESTS):
+        if _holds(x[_named("resumed", i)]):
+            state_index[request] = wrap(x[_named("stale", i)])
+            resumed_ids.add(request)
+    spec = _MambaSpec(x["cadence"], x["spec_blocks"])
+    room = 4 * len(REQUESTS) * COPIES
     copy_buffers = StandIn(
         "the copy buffers",
-        src_ptrs=_Buffer(4),
-        dst_ptrs=_Buffer(4),
-        sizes=_Buffer(4),
+        src_ptrs=_Buffer(room),
+        dst_ptrs=_Buffer(room),
+        sizes=_Buffer(room),
         mamba_group_ids=[0],
         mamba_spec=spec,
         offset=0,
     )
     align = None
-    if _holds(fused):
+    if _holds(x["fused"]):
         align = StandIn(
             "the align context",
             is_initialized=True,
-            mamba_state_idx_buf=_Buffer(1),
-            precopy_src_col_buf=_Buffer(1),
-            precopy_token_bias_buf=_Buffer(1),
+            mamba_state_idx_buf=_Buffer(len(REQUESTS)),
+            precopy_src_col_buf=_Buffer(len(REQUESTS)),
+            precopy_token_bias_buf=_Buffer(len(REQUESTS)),
             run_fused_precopy=_no_kernel,
         )
+    accepted = [wrap(x[_named("accepted", i)]) for i in range(len(REQUESTS))]
     arguments = {
         "scheduler_output": StandIn(
             "the scheduler output",
             finished_req_ids=set(),
             preempted_req_ids=None,
-            scheduled_cached_reqs=StandIn("the cached requests", resumed_req_ids={REQUEST} if is_resumed else set()),
-            num_scheduled_tokens={REQUEST: wrap(scheduled)},
+            scheduled_cached_reqs=StandIn("the cached requests", resumed_req_ids=resumed_ids),
+            num_scheduled_tokens={r: wrap(x[_named("scheduled", i)]) for i, r in enumerate(REQUESTS)},
         ),
         "kv_cache_config": StandIn(
             "the KV cache config",
-            kv_cache_groups=[StandIn("the Mamba group", layer_names=[LAYER], kv_cache_spec=spec)],
+            kv_cache_groups=[StandIn("the Mamba group", layer_names=list(LAYERS), kv_cache_spec=spec)],
         ),
         "cache_config": StandIn("the cache config", enable_prefix_caching=True),
         "mamba_state_idx": state_index,
-        "input_batch": StandIn("the input batch", req_ids=[REQUEST], num_accepted_tokens_cpu=[wrap(accepted)]),
+        "input_batch": StandIn("the input batch", req_ids=list(REQUESTS), num_accepted_tokens_cpu=accepted),
         "requests": {
-            REQUEST: StandIn("the request state", num_computed_tokens=wrap(computed), block_ids=[_BlockIds()])
+            r: StandIn(
+                f"the state of {r}", num_computed_tokens=wrap(x[_named("computed", i)]), block_ids=[_BlockIds(r)]
+            )
+            for i, r in enumerate(REQUESTS)
         },
-        "forward_context": {LAYER: StandIn("the Mamba layer", kv_cache=[_StateTensor()])},
-        "mamba_state_copy_funcs": {"mamba": [_copy_spec]},
+        "forward_context": {
+            layer: StandIn(f"the Mamba layer {layer}", kv_cache=[_StateTensor() for _ in range(STATES)])
+            for layer in LAYERS
+        },
+        "mamba_state_copy_funcs": {"mamba": [_copy_spec] * STATES},
         "copy_bufs": copy_buffers,
         "align_ctx": align,
     }
-    return PreprocessCall(arguments, state_index, copy_buffers, align)
+    return PreprocessCall(arguments, state_index, copy_buffers, accepted, align)
 
 
 class _Tensor:
@@ -291,15 +379,39 @@ def _super(*args):
     return parent
 
 
-def expected_state_columns(variant, computed, scheduled, cadence) -> tuple:
-    """What the model says `preprocess_mamba` observes: the state is read
-    from `initial_state_column` and kept in `state_column` after the chunk;
-    it is copied between the two unless there is none yet (-1) or it is
-    already in place."""
-    initial = prefill.initial_state_column(variant, computed, cadence)
-    column = prefill.state_column(computed + scheduled, cadence)
-    moved = arith.all_of(initial != -1, initial != column)
-    return (arith.ite(moved, initial, NO_COPY), arith.ite(moved, column, NO_COPY), column)
+def expected_state_columns(variant, x: dict) -> tuple:
+    """What the model says `preprocess_mamba` observes, request by request:
+    the state is read from `initial_state_column` and kept in
+    `state_column` after the chunk; it is copied between the two, with the
+    accepted-token bias (accepted - 1, section 5) and the accepted count
+    reset to 1, unless there is none yet (-1) or it is already in place.
+    The scalar path copies every state tensor of every layer; the fused path
+    records one pre-copy per request, its destination the running column
+    whether it copies or not, and a bias of 0 when it does not."""
+    fused = x["fused"]
+    out = []
+    for i in range(len(REQUESTS)):
+        computed, accepted = x[_named("computed", i)], x[_named("accepted", i)]
+        initial = prefill.initial_state_column(variant, computed, x["cadence"])
+        column = prefill.state_column(computed + x[_named("scheduled", i)], x["cadence"])
+        moved = arith.all_of(initial != -1, initial != column)
+        copy = (initial, column, accepted - 1)
+        entry = tuple(arith.ite(moved, a, b) for a, b in zip(copy, NO_ENTRY, strict=True))
+        first = (entry[0], arith.ite(fused, column, entry[1]), entry[2])
+        rest = tuple(arith.ite(fused, b, a) for a, b in zip(entry, NO_ENTRY, strict=True))
+        count = arith.ite(moved, arith.ite(fused, 1, COPIES), 0)
+        out += [column, arith.ite(moved, 1, accepted), count, *first, *(rest * (COPIES - 1))]
+    return tuple(out)
+
+
+def expected_advance(x: dict) -> tuple:
+    """What the model says the V2 step kernel observes: the source column is
+    the state's column before the step, read with the bias accepted - 1, the
+    column after the chunk is `state_column`, and the accepted count is
+    reset to 1 when the state moves to another column."""
+    column = prefill.state_column(x["computed"] + x["scheduled"], x["cadence"])
+    moved = arith.all_of(x["previous"] >= 0, x["previous"] != column)
+    return (x["previous"], column, x["accepted"] - 1, arith.ite(moved, 1, x["accepted"]))
 
 
 @dataclass
@@ -316,6 +428,8 @@ def kernel_call(computed, scheduled, cadence, previous, accepted, batch_offset):
     Returns the launch and a function reading (source column, new column)."""
     state_index = [kernel.lane(previous)]
     source_column = [None]
+    source_offset = [None]  # the accepted-token bias
+    accepted_count = [kernel.lane(accepted)]
     memories = (
         [0],  # idx_mapping: batch row 0 is request slot 0
         state_index,
@@ -324,9 +438,9 @@ def kernel_call(computed, scheduled, cadence, previous, accepted, batch_offset):
             kernel.lane(batch_offset),
             kernel.lane(batch_offset) + kernel.lane(scheduled),
         ],  # query_start_loc, at batch row 0
-        [kernel.lane(accepted)],
+        accepted_count,
         source_column,
-        [None],  # the source offset (the accepted-token bias)
+        source_offset,
     )
     launch = Launch(
         tuple(kernel.Pointer(m) for m in memories) + (1,),
@@ -334,8 +448,9 @@ def kernel_call(computed, scheduled, cadence, previous, accepted, batch_offset):
     )
 
     def observed():
-        if source_column[0] is None:
-            raise Unsupported("the kernel stored no source column")
-        return (kernel.value_of(source_column[0]), kernel.value_of(state_index[0]))
+        if source_column[0] is None or source_offset[0] is None:
+            raise Unsupported("the kernel stored no source column or offset")
+        stored = (source_column[0], state_index[0], source_offset[0], accepted_count[0])
+        return tuple(kernel.value_of(v) for v in stored)
 
     return launch, observed

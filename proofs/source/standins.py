@@ -1,9 +1,19 @@
 """Stand-ins for the objects a shipped function reads: `self`, `request`,
 configs. Each holds exactly the attributes it is given; reading any other
 is refused by name (that is how a new input of a new vLLM release shows).
-Values may be ints, bools or Z3 terms; terms are handed to the code as proxies."""
+Values may be ints, bools or Z3 terms; terms are handed to the code as proxies.
+
+A stand-in for `self` (or `cls`) may name the real class it stands for
+(`_methods=(loader, module, class)`): an attribute it does not hold that is
+a method of that class (or of a base class vLLM defines) is then loaded from
+the source and bound to the stand-in, and runs symbolically like any other
+code: a helper extracted as a method, a property. Attributes come first, so
+a method the caller stands in for (one that reaches torch) keeps its stand-in.
+"""
 
 from __future__ import annotations
+
+import types
 
 import z3
 
@@ -11,14 +21,44 @@ from proofs.source import paths
 from proofs.source.proxy import Unsupported, wrap
 
 
+class Lazy:
+    """A stand-in field computed when the function first reads it: a fork
+    it takes (a Bool input read as a list's presence) is then made only on
+    the paths of a function that reads the field."""
+
+    def __init__(self, compute) -> None:
+        self.compute = compute
+
+
 class StandIn:
-    def __init__(self, role: str, **fields: object) -> None:
+    def __init__(self, role: str, _methods=None, **fields: object) -> None:
         object.__setattr__(self, "_role", role)
         object.__setattr__(self, "_writes", {})
+        object.__setattr__(self, "_methods", _methods)
+        object.__setattr__(self, "_lazy", {})
         for name, value in fields.items():
-            object.__setattr__(self, name, wrap(value))
+            if isinstance(value, Lazy):
+                self._lazy[name] = value
+            else:
+                object.__setattr__(self, name, wrap(value))
 
     def __getattr__(self, name: str):
+        lazy = object.__getattribute__(self, "_lazy")
+        if name in lazy:
+            value = wrap(lazy.pop(name).compute())
+            object.__setattr__(self, name, value)  # read, not written
+            return value
+        methods = object.__getattribute__(self, "_methods")
+        if methods is not None and not name.startswith("__"):
+            loader, module, cls = methods
+            found = loader.method(module, cls, name)
+            if found is not None:
+                function, kind = found
+                if kind == "staticmethod":
+                    return function
+                if kind == "property":
+                    return function(self)
+                return types.MethodType(function, self)  # a method, or a classmethod on `cls`
         raise Unsupported(f"the stand-in for {self._role} has no attribute {name!r}")
 
     def __setattr__(self, name: str, value: object) -> None:

@@ -17,15 +17,14 @@ import time
 import z3
 
 from models import arith
-from models.variants import BASELINE
 from proofs.catalog import CATALOGUE
-from proofs.catalog.base import Obligation, split_call, split_params
+from proofs.catalog.base import Obligation, scheduler_domain, split_call, split_params
 from proofs.catalog.split import VARS, ends_by_next_multiple, lemma_hypothesis, reading_split
 from proofs.solver import PROVED, REFUTED, UNKNOWN, VACUOUS, replay, symbolic_inputs
-from proofs.source import reading
+from proofs.source import budget, reading, search
 from proofs.source.cases import split_cases
 from proofs.source.decide import Verdict, _check, _first_decided, _flags, _solver, _uniqueness, _values
-from proofs.source.equivalence import SUBJECTS, exploring_under
+from proofs.source.equivalence import exploring_under
 
 # The split's theorems whose statement reads only the split's result
 # (split-default-equivalence compares with the model; the EAGLE theorems read
@@ -62,27 +61,65 @@ def prove_all(names, functions, rlimit: int = PATH_RLIMIT, progress=None) -> dic
     x = symbolic_inputs(tuple(variables.values()), z3.main_ctx())  # where the symbolic executor builds its terms
     with arith.symbolic_context() as context, reading.capture() as built:
         try:
-            domain = SUBJECTS["split"].domain(x)
-            with exploring_under(domain.values()):
-                functions.split(split_params(x), split_call(x))
+            with budget.function_budget() as seconds:
+                domain = scheduler_domain(x)
+                with exploring_under(domain.values()):
+                    functions.split(split_params(x), split_call(x))
+                shipped = built[0]
+                base = [*context.witness_definitions, *(d for d in domain.values() if isinstance(d, z3.BoolRef))]
+                cases = split_cases(shipped.exploration.returned, lambda path: shipped.value(path.value), base)
         except reading.UnknownReading as refusal:
             return {name: Verdict(UNKNOWN, reason=f"the executor refused: {refusal}") for name in names}
-        shipped = built[0]
-        base = [*context.witness_definitions, *(d for d in domain.values() if isinstance(d, z3.BoolRef))]
-        cases = split_cases(shipped.exploration.returned, lambda path: shipped.value(path.value), base)
+        except budget.OutOfTime:
+            reason = f"the budget of {seconds:g} s was spent exploring the shipped split"
+            return {name: _searched(obligations[name], functions, Verdict(UNKNOWN, reason=reason)) for name in names}
         shared = time.perf_counter() - started
         verdicts = {}
         for name, obligation in obligations.items():
             if progress:
                 progress(name)
             began = time.perf_counter()
-            if name in LEMMAS:
-                verdict = _prove_from_lemmas(LEMMAS[name], obligation, functions, context, x, shipped, cases, rlimit)
-            else:
-                verdict = _prove(obligation, functions, context, x, shipped, cases, rlimit)
+            try:
+                with budget.function_budget() as seconds:
+                    if name in LEMMAS:
+                        verdict = _prove_from_lemmas(
+                            LEMMAS[name], obligation, functions, context, x, shipped, cases, rlimit
+                        )
+                    else:
+                        verdict = _prove(obligation, functions, context, x, shipped, cases, rlimit)
+            except budget.OutOfTime:
+                paths = len(shipped.exploration.returned)
+                verdict = Verdict(UNKNOWN, paths, reason=f"the budget of {seconds:g} s per theorem was spent")
+            if verdict.verdict == UNKNOWN:
+                lemmas = [lemma_hypothesis(o.name) for o in LEMMAS.get(name, ())]
+                verdict = _searched(obligation, functions, verdict, lemmas)
             verdict.seconds = time.perf_counter() - began + shared / len(names)
             verdicts[name] = verdict
     return verdicts
+
+
+def _searched(obligation, functions, verdict: Verdict, lemmas=()) -> Verdict:
+    """The concrete search for the theorem's own statement (its lemmas
+    dropped) with the shipped split run concretely, before an UNKNOWN."""
+
+    def formula(variant, x):
+        with reading_split(functions.split):
+            return obligation.formula(variant, x)
+
+    def violated(values: dict) -> bool:
+        try:
+            holds, _ = replay(formula, functions.variant, values, drop=lemmas)
+        except Exception:  # the shipped code raised: a crash site's matter
+            return False
+        return holds
+
+    values = search.search(obligation.variables, violated, domain=scheduler_domain)
+    if values is None:
+        verdict.reason += "; the concrete search found no counterexample"
+        return verdict
+    return Verdict(
+        REFUTED, verdict.paths, counterexample=values, reason=f"found by the concrete search ({verdict.reason})"
+    )
 
 
 def prove(name: str, functions, rlimit: int = PATH_RLIMIT) -> Verdict:
@@ -101,7 +138,7 @@ def _prove(obligation, functions, context, x, shipped, cases, rlimit) -> Verdict
     admitted = z3.unsat  # sat once a case is shown to satisfy the hypotheses
     for case in cases:
         with reading_split(lambda p, call, value=case.value: value):
-            claim = obligation.formula(BASELINE, x)
+            claim = obligation.formula(functions.variant, x)
         facts = [h for h in claim.hypotheses.values() if isinstance(h, z3.BoolRef)] + [case.formula]
         negated = z3.Not(z3.And(claim.goal, *context.obligations))
         context.prune([*facts, negated])
@@ -115,7 +152,7 @@ def _prove(obligation, functions, context, x, shipped, cases, rlimit) -> Verdict
             continue
         values = _values(answer, x, obligation.variables)
         with reading_split(functions.split):
-            holds, _ = replay(obligation.formula, BASELINE, values)
+            holds, _ = replay(obligation.formula, functions.variant, values)
         if holds:
             return Verdict(REFUTED, len(returned), counterexample=values, exploration=shipped.exploration)
         undecided.add(case.path)
@@ -149,13 +186,13 @@ def _prove_from_lemmas(lemmas, obligation, functions, context, x, shipped, cases
             return verdict
     result = z3.Int("split_result", z3.main_ctx())  # the split's result, free but for the lemmas
     with reading_split(lambda p, call: result):
-        claim = obligation.formula(BASELINE, x)
+        claim = obligation.formula(functions.variant, x)
     facts = [h for h in claim.hypotheses.values() if isinstance(h, z3.BoolRef)]
     negated = z3.Not(z3.And(claim.goal, *context.obligations))
     context.prune([*facts, negated])
     solver = _solver(context.definitions, rlimit)
     solver.add(*facts, negated)
-    answer = solver.check()
+    answer = budget.check(solver)
     if answer == z3.unsat:
         return Verdict(PROVED, paths, exploration=shipped.exploration)
     names = ", ".join(f"'{lemma.name}'" for lemma in lemmas)
@@ -170,16 +207,16 @@ def _completed(obligation, functions, known: dict, lemmas: list[str]) -> dict | 
     missing = [v for v in obligation.variables if v.name not in known]
     with arith.symbolic_context() as context, reading_split(functions.split):
         free = symbolic_inputs(missing, z3.main_ctx())
-        claim = obligation.formula(BASELINE, {**known, **free})
+        claim = obligation.formula(functions.variant, {**known, **free})
         solver = z3.SimpleSolver()
         solver.set("rlimit", WITNESS_RLIMIT)
         solver.add(*context.definitions, *(_as_bool(h) for name, h in claim.hypotheses.items() if name not in lemmas))
         solver.add(z3.Not(_as_bool(claim.goal)))
-        if solver.check() != z3.sat:
+        if budget.check(solver) != z3.sat:
             return None
         values = {**known, **_values(solver.model(), free, missing)}
     with reading_split(functions.split):
-        holds, _ = replay(obligation.formula, BASELINE, values, drop=lemmas)
+        holds, _ = replay(obligation.formula, functions.variant, values, drop=lemmas)
     return values if holds else None
 
 
@@ -208,7 +245,7 @@ def _admits(context, facts, so_far):
     or an earlier one was undecided, unsat if all were shown not to."""
     solver = _solver(context.witness_definitions, ADMISSION_RLIMIT)
     solver.add(*facts)
-    answer = solver.check()
+    answer = budget.check(solver)
     if answer == z3.sat:
         return z3.sat
     return z3.unknown if z3.unknown in (answer, so_far) else z3.unsat
