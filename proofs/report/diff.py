@@ -61,7 +61,10 @@ def compare(old: dict, new: dict, rlimit_growth: float = 50.0, old_name: str = "
         was = before.get(key(entry))
         verdict = entry["verdict"]
         if was is None:
-            diff.changes.append(f"MISSING {name}: {verdict} now; the old run selected it and does not hold it")
+            if verdict not in DECIDED:
+                diff.changes.append(f"UNKNOWN {name}: new obligation, {verdict} (not in the old run)")
+            else:
+                diff.changes.append(f"MISSING {name}: {verdict} now; the old run selected it and does not hold it")
             continue
         if was["expected"] != entry["expected"]:
             diff.changes.append(
