@@ -378,6 +378,10 @@ def resolve_deployment(model: HybridModel, flags: ServeFlags, variant: Variant) 
         long_prefill_token_threshold=flags.long_prefill_token_threshold,
         eagle_block_drop=scheduler.eagle_block_drop,
         hash_lookahead_tokens=scheduler.hash_lookahead_tokens,
+        # Stated only where it is not the hash lookahead: a multi-module MTP under a KV connector.
+        prefill_lookahead_tokens=(
+            spec.prefill_lookahead if spec and spec.prefill_lookahead != scheduler.hash_lookahead_tokens else None
+        ),
         mamba_block_size=flags.mamba_block_size,
         prefill_checkpoint_alignment=model.prefill_checkpoint_alignment,
         offload_blocks_per_chunk=offload.blocks_per_chunk,

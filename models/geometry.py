@@ -62,6 +62,14 @@ class Deployment:
     # vLLM's prefix_cache_retention_interval: 0 (its default) keeps only the recurrent states a
     # replaying request resumes at, None keeps every one (dense), k one per k tokens.
     prefix_cache_retention_interval: int | None = 0
+    # The drafter's num_prefill_lookahead_tokens: prefill tokens a multi-module MTP reads past a
+    # chunk end (k modules: k; EAGLE: 1). Absent: the hash lookahead, which is k whenever vLLM
+    # hashes ahead (no KV connector); a deployment with a connector states it.
+    prefill_lookahead_tokens: int | None = None
+
+    @property
+    def prefill_lookahead(self) -> int:
+        return self.hash_lookahead_tokens if self.prefill_lookahead_tokens is None else self.prefill_lookahead_tokens
 
 
 @dataclass(frozen=True)
@@ -114,6 +122,7 @@ _DEPLOYMENT_FIELDS = {
     "shared_prefix_checkpoint": ("bool", False),
     "offload_blocks_per_chunk": ("positive", False),
     "prefix_cache_retention_interval": ("retention", False),
+    "prefill_lookahead_tokens": ("non-negative", False),
 }
 _GROUP_FIELDS = {
     "kind": ("kind", True),

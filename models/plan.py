@@ -28,6 +28,7 @@ class Plan:
     split: SplitParams
     target_spans: tuple[int, ...]
     accepted: bool
+    prefill_lookahead: object = 0  # k: prefill tokens a multi-module MTP drafter reads past a chunk end
 
 
 def cadence(variant: Variant, resolved_block, explicit, user_cadence):
@@ -135,6 +136,7 @@ def plan(variant: Variant, geometry: Geometry) -> Plan:
         split=params,
         target_spans=resolved.target_spans,
         accepted=guard_accepts(variant, r, resolved.target_spans),
+        prefill_lookahead=d.prefill_lookahead,
     )
 
 

@@ -87,3 +87,28 @@ class Positions:
             first = (-r.start // common) * pow(r.step // common, -1, every) % every
             kept.append(r[first::every])
         return Positions(kept)
+
+    def __contains__(self, value: int) -> bool:
+        return any(r.start <= value <= _last(r) and (value - r.start) % r.step == 0 for r in self.ranges)
+
+    def among(self, values: Iterable[int]) -> Positions:
+        """The positions that are also in `values` (a few explicit positions)."""
+        return Positions.of(sorted({v for v in values if v in self}))
+
+    def union(self, *others: Positions) -> Positions:
+        """Every position of this and of `others`, each once: a single position already in a range is
+        dropped, and ranges of one step whose positions share a residue and overlap or touch are
+        merged (positions sets of this project's prefills and caches come in those shapes)."""
+        ranges = [r for p in (self, *others) for r in p.ranges]
+        singles = {r.start for r in ranges if _count(r) == 1}
+        long = [r for r in ranges if _count(r) > 1]
+        merged: list[range] = []
+        for r in sorted(long, key=lambda r: (r.step, r.start % r.step, r.start)):
+            last = merged[-1] if merged else None
+            if last is not None and last.step == r.step and last.start % r.step == r.start % r.step:
+                if r.start <= _last(last) + r.step:
+                    merged[-1] = range(last.start, max(last.stop, _last(r) + r.step), r.step)
+                    continue
+            merged.append(r)
+        kept = Positions(merged)
+        return Positions([*merged, *(range(v, v + 1) for v in sorted(singles) if v not in kept)])

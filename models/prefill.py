@@ -13,7 +13,7 @@ from models import arith
 from models.errors import GridproofError
 from models.plan import Plan
 from models.positions import Positions
-from models.scheduler import SplitCall, prefill_end, split
+from models.scheduler import SplitCall, prefill_end, reserve_prefill_lookahead, split
 from models.variants import Variant
 
 
@@ -41,15 +41,19 @@ class Step:
     published: object
 
 
-def prefill_step(variant: Variant, params, cadence, computed, budget, prompt, tokens, split_function=None) -> Step:
+def prefill_step(
+    variant: Variant, params, cadence, computed, budget, prompt, tokens, split_function=None, prefill_lookahead=0
+) -> Step:
     """One scheduler step of a request's prefill, with ints or Z3 terms: it
-    requests min(budget, N - c) tokens and the split clips them. Past the
+    requests min(budget, N - c) tokens, the split clips them, and a multi-module
+    MTP's prefill lookahead (`prefill_lookahead`, the plan's) may cut them back. Past the
     prefill's end the step computes nothing and publishes nothing.
     `split_function(params, call)` replaces the model's split (conformance)."""
     in_prefill = computed < prefill_end(prompt, tokens)
     requested = arith.minimum(budget, tokens - computed)
     call = SplitCall(computed=computed, requested=requested, prompt=prompt, tokens=tokens)
     scheduled = split(variant, params, call) if split_function is None else split_function(params, call)
+    scheduled = reserve_prefill_lookahead(prefill_lookahead, call, scheduled)
     end = computed + arith.ite(in_prefill, scheduled, 0)
     published = arith.all_of(in_prefill, scheduled > 0, publishes(end, cadence, tokens))
     return Step(requested=requested, end=end, published=published)
@@ -109,6 +113,68 @@ class Trace:
                 every = r.tokens if repeats else 1
                 ranges.append(range(c.end, c.end + every * (repeats + 1), every))
         return Positions(ranges)
+
+    def chunk_positions(self, position_of) -> Positions:
+        """`position_of(chunk, next_end)` of every chunk that made progress, `next_end` the end of
+        the chunk after it (None for the last), gathered as positions. Over a condensed stretch
+        it is evaluated on the first repetitions and the last, and must move with the chunks
+        (`position_of` of a chunk shifted by the stretch's tokens is shifted by as many): the
+        positions of the repetitions in between are a range."""
+        chunks = [c for c in self.chunks if c.end > c.start]
+        r = self.repeat
+        if r is None:
+            nexts = [c.end for c in chunks[1:]] + [None]
+            return Positions.of(
+                sorted({p for c, n in zip(chunks, nexts, strict=True) if (p := position_of(c, n)) is not None})
+            )
+        found: list[range] = []
+        singles: set[int] = set()
+
+        def at(chunk: Chunk, next_end) -> None:
+            if chunk.end > chunk.start and (p := position_of(chunk, next_end)) is not None:
+                singles.add(p)
+
+        cycle = self.chunks[r.first : r.first + r.length]
+        before, after = self.chunks[: r.first], self.chunks[r.first + r.length :]
+        for i, c in enumerate(before):
+            at(c, (before[i + 1] if i + 1 < len(before) else cycle[0]).end)
+        for i, c in enumerate(cycle):
+            shifted_next = (
+                cycle[i + 1].end
+                if i + 1 < len(cycle)
+                else _shifted(cycle[0], r.length, r.tokens, self.plan.cadence).end
+            )
+            first, second = position_of(c, shifted_next), None
+            if r.times >= 2:
+                twice = _shifted(c, r.length, r.tokens, self.plan.cadence)
+                second = position_of(twice, None if shifted_next is None else shifted_next + r.tokens)
+                if (first is None) != (second is None) or (first is not None and second != first + r.tokens):
+                    raise ValueError(f"chunk_positions: {position_of} does not move with the repeated chunks")
+            if first is not None and c.end > c.start:
+                found.append(range(first, first + r.tokens * r.times, r.tokens))
+            last = _shifted(c, r.length * r.times, r.tokens * r.times, self.plan.cadence)
+            if i + 1 < len(cycle):
+                last_next = cycle[i + 1].end + r.tokens * r.times
+            else:
+                last_next = after[0].end if after else None
+            at(last, last_next)
+        for i, c in enumerate(after):
+            at(c, after[i + 1].end if i + 1 < len(after) else None)
+        return Positions(found).union(Positions.of(sorted(singles)))
+
+    def chunks_ending_within(self, low: int, high: int) -> list[Chunk]:
+        """Every chunk whose end lies in [low, high], the repeats spelled out (a few at most, for a
+        window of a few blocks)."""
+        found = [c for c in self.chunks if low <= c.end <= high]
+        r = self.repeat
+        if r is not None:
+            for c in self.chunks[r.first : r.first + r.length]:
+                first = max(1, -((c.end - low) // r.tokens))  # the least repetition ending at or after low
+                for times in range(first, r.times + 1):
+                    if c.end + times * r.tokens > high:
+                        break
+                    found.append(_shifted(c, times * r.length, times * r.tokens, self.plan.cadence))
+        return sorted(found, key=lambda c: c.step)
 
     @property
     def chunk_ends(self) -> Positions:
@@ -184,6 +250,7 @@ def run_prefill(
             prompt,
             tokens,
             split_function,
+            plan.prefill_lookahead,
         )
         return Chunk(step, computed, s.requested, s.end, s.published, state_column(s.end, plan.cadence))
 

@@ -175,6 +175,18 @@ def chunk_end(variant: Variant, p: SplitParams, call: SplitCall) -> ChunkEnd:
     return ChunkEnd(ends=tuple(ends))
 
 
+def reserve_prefill_lookahead(k, call: SplitCall, scheduled):
+    """`Scheduler._reserve_prefill_lookahead` (v1/core/sched/scheduler.py:678-697), run on the
+    split's answer: a chunk never ends fewer than k tokens before the request's end, k the
+    drafter's prefill lookahead; it is cut back to leave k instead (to nothing if it cannot).
+    A no-op unless k > 1 (a multi-module MTP)."""
+    if not arith.is_symbolic(k) and k <= 1:
+        return scheduled
+    remaining = call.tokens - call.start - scheduled
+    cut = arith.ite(arith.all_of(0 < remaining, remaining < k), scheduled - (k - remaining), scheduled)
+    return arith.maximum(cut, 0)
+
+
 def split(variant: Variant, p: SplitParams, call: SplitCall):
     """The number of tokens to schedule: `requested`, clipped so the chunk ends
     where recurrent state must be checkpointed."""

@@ -1,0 +1,118 @@
+"""What vLLM 0.33.0's native KV offload connector stores of a request and restores to a later one
+(distributed/kv_transfer/kv_connector/v1/offloading/scheduler.py).
+
+Each cache group offloads in chunks of `blocks_per_chunk` of its blocks (`tokens_per_chunk`,
+config.py:106-111; a recurrent group's block is its state's, never DCP-scaled):
+- an attention group stores every complete chunk of the prompt (`offload_prompt_only`);
+- a recurrent group stores no chunk of its own (regular store jobs skip it, scheduler.py:1904-1905):
+  only the states the GPU prefix cache hands it as it hashes them (`CachedPrefix.offered`;
+  `_build_aligned_boundary_store_jobs`, scheduler.py:1554-1624), those on its chunk grid within
+  the prompt. So the GPU's retention interval decides what can be offloaded.
+
+A later request's lookup (`_lookup_complete_chunks`, scheduler.py:849-1054) starts from its
+tokens less the last one, rounded down to the recurrent chunk, and lowers that cap group by group:
+attention groups to the run of stored chunks, an annotated EAGLE group to one chunk less than it
+finds (with no annotated group, none counts as one, scheduler.py:208-231), recurrent groups to
+their rightmost stored state at or below it; any group left with less than one chunk to load
+ends the lookup at 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from models.geometry import DRAFT, RECURRENT
+from models.plan import Plan
+from models.positions import Positions
+from models.prefix_cache import CachedPrefix
+
+
+@dataclass(frozen=True)
+class OffloadGroup:
+    chunk: int  # tokens_per_chunk
+    recurrent: bool
+    eagle: bool  # annotated as an EAGLE draft group
+
+
+class OffloadNotModelled(Exception):
+    """A connector setting whose behaviour the model does not cover (said, never guessed)."""
+
+
+def offload_groups(p: Plan) -> tuple[OffloadGroup, ...]:
+    """The connector's groups in lookup order: attention groups, then recurrent ones."""
+    d = p.geometry.deployment
+    per_chunk = d.offload_blocks_per_chunk
+    groups = []
+    for g in p.geometry.groups:
+        span = p.cadence if g.kind == RECURRENT else g.span(d.dcp_size)
+        groups += [OffloadGroup(span * per_chunk, g.kind == RECURRENT, g.kind == DRAFT and g.eagle)] * g.count
+    blocks = {group.chunk // per_chunk for group in groups}
+    if per_chunk == 1 and len(blocks) == 1 and d.dcp_size == 1 and p.cadence > int(p.split.hash_block):
+        raise OffloadNotModelled("the connector's partial tails (one block size, one block a chunk, DCP 1)")
+    return tuple(sorted(groups, key=lambda g: g.recurrent))
+
+
+def offload_hit(p: Plan, cached: CachedPrefix, shared: int, new_tokens: int, computed: int = 0) -> int:
+    """Tokens a later request of `new_tokens` tokens, the first `shared` of them the cached
+    request's, loads from the offload tier beyond the `computed` tokens it has on the GPU."""
+    groups = offload_groups(p)
+    h = int(p.split.hash_block)
+    prompt = cached.prompt
+    hashed = new_tokens // h * h  # a connector hashes with no lookahead
+    recurrent_chunks = {g.chunk for g in groups if g.recurrent}
+    stored_states = Positions.of(
+        [b for b in cached.offered if b <= min(cached.tokens, prompt) and all(b % c == 0 for c in recurrent_chunks)]
+    )
+
+    def stored(group: OffloadGroup, end: int) -> bool:
+        """Whether the chunk ending at `end` is stored under a key the later request has."""
+        if end > shared:
+            return False
+        return end in stored_states if group.recurrent else end <= prompt
+
+    cap = new_tokens
+    if recurrent_chunks:
+        cap -= 1
+        if len(recurrent_chunks) == 1:
+            cap = cap // next(iter(recurrent_chunks)) * next(iter(recurrent_chunks))
+    hit = 0
+    verified: set[int] = set()
+    pending = list(range(len(groups)))
+    while pending:
+        looked_up_recurrent = False
+        order, pending = pending, []
+        for index in order:
+            group = groups[index]
+            c = group.chunk
+            keys = hashed // c
+            unverified = group.eagle and index not in verified
+            cap = min(cap, keys * c)
+            if cap - computed < c:
+                return 0
+            query = min(cap + c, keys * c) if unverified else cap
+            last = min(-(-query // c), keys)
+            first = computed // c
+            if group.recurrent:
+                found = next((j + 1 for j in range(last - 1, first - 1, -1) if stored(group, (j + 1) * c)), first)
+            else:
+                found = first
+                while found < last and stored(group, (found + 1) * c):
+                    found += 1
+            chunks = found - first
+            if chunks == 0:
+                return 0
+            if unverified:
+                chunks -= 1
+                verified.add(index)
+            cap = min(cap, c * (first + chunks))
+            loaded = cap - computed
+            if loaded < c:
+                return 0
+            if loaded < hit:
+                if not group.eagle:
+                    verified.clear()
+                if looked_up_recurrent and not pending:
+                    pending = [i for i, g in enumerate(groups) if g.recurrent]
+            looked_up_recurrent |= group.recurrent
+            hit = loaded
+    return hit
