@@ -2,41 +2,42 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from models.geometry import Geometry
+from models.offload import OffloadNotModelled, offload_hit
 from models.plan import checked_plan
 from models.positions import Positions
 from models.prefill import Trace, initial_state_column, run_prefill
-from models.reuse import gpu_restore, offload_restore
+from models.prefix_cache import LookupFailure, cached_prefix, gpu_hit
 from models.variants import Variant
 
 SHOWN = 6  # positions listed at each end of a condensed prefill's summary
 
 
+def with_budget(geometry: Geometry, budget: int) -> Geometry:
+    """The deployment run with `budget` tokens per step: its max_num_scheduled_tokens."""
+    return replace(geometry, deployment=replace(geometry.deployment, max_num_scheduled_tokens=budget))
+
+
 def simulate(variant: Variant, geometry: Geometry, budgets, prompt_tokens: int | None = None) -> dict:
+    """One request's prefill and what a later identical request restores. One budget is the
+    deployment's own (its max_num_scheduled_tokens); a list is the budget the request gets at
+    each step (the last repeating) under the deployment's maximum."""
+    if isinstance(budgets, int) or len(budgets) == 1:
+        budget = budgets if isinstance(budgets, int) else budgets[0]
+        geometry = with_budget(geometry, budget)
     plan = checked_plan(variant, geometry)
     trace = run_prefill(plan, budgets, prompt_tokens=prompt_tokens)
     request = geometry.request
     prompt = request.prompt_tokens if prompt_tokens is None else prompt_tokens
     tokens = prompt + request.output_tokens
-    eagle_spans = geometry.eagle_spans()
-    restored = gpu_restore(
-        trace.published,
-        plan.target_spans,
-        eagle_spans,
-        plan.split.eagle_drop,
-        plan.split.lookahead,
-        tokens,
-        tokens,
-    )
-    offloaded = offload_restore(
-        trace.published,
-        plan.cadence,
-        plan.target_spans,
-        eagle_spans,
-        geometry.deployment.offload_blocks_per_chunk,
-        tokens,
-        tokens,
-    )
+    cached = cached_prefix(plan, trace, prompt, tokens)
+    try:
+        restored, failure = gpu_hit(cached, tokens, tokens), None
+    except LookupFailure as error:
+        restored, failure = None, str(error)
+    offloaded, offload_note = offload_restore(plan, cached, tokens)
     dcp = geometry.deployment.dcp_size
     groups = []
     for group in geometry.groups:
@@ -63,14 +64,49 @@ def simulate(variant: Variant, geometry: Geometry, budgets, prompt_tokens: int |
         "chunk_ends": positions_json(trace.chunk_ends),
         "published": positions_json(trace.published),
         "private": positions_json(trace.private),
+        "cached": _cached_json(cached, geometry),
         "step_count": trace.steps,
         "steps": _steps_json(trace),
         "stalled_at_step": trace.stalled_at,
         "groups": groups,
+        "retention": geometry.deployment.prefix_cache_retention_interval,
         "reuse": restored,
+        **({"engine_failure": failure} if failure else {}),
         "reuse_offload": offloaded,
+        **({"offload_note": offload_note} if offload_note else {}),
         "resume_state_column": initial_state_column(variant, restored, plan.cadence) if restored else None,
     }
+
+
+def offload_restore(plan, cached, tokens: int) -> tuple[int | None, str | None]:
+    """What an identical resend loads from the native offload connector alone (the GPU prefix cache
+    evicted), or None and why not."""
+    if plan.split.lookahead:
+        return None, "a deployment that hashes ahead runs no KV connector (vLLM hashes with no lookahead beside one)"
+    try:
+        return offload_hit(plan, cached, tokens, tokens), None
+    except OffloadNotModelled as error:
+        return None, f"not modelled: {error}"
+
+
+def _cached_json(cached, geometry: Geometry) -> dict:
+    """What the GPU prefix cache holds once the request is done: the recurrent states, and per
+    attention group the full blocks and the partial tail keyed."""
+    attention = []
+    for bucket, keys in zip(cached.layout.buckets, cached.keys, strict=True):
+        if bucket.recurrent:
+            continue
+        for index in bucket.groups:
+            full = keys.full_up_to
+            attention.append(
+                {
+                    "group": index,
+                    "span": bucket.span,
+                    "full_blocks_up_to": full,
+                    "partial_tail": next(iter(keys.positions), None),
+                }
+            )
+    return {"recurrent_states": positions_json(cached.recurrent), "attention": attention}
 
 
 def positions_json(positions: Positions) -> list[int] | dict:
@@ -116,38 +152,56 @@ def _steps_json(trace: Trace) -> list[dict]:
 
 
 def render_text(result: dict) -> str:
+    rows = [step for step in result["steps"] if "repeat" not in step]
+    width = max([9, *(len(f"{row[key]:,}") for row in rows for key in ("start", "end"))])
+    step_width = max([4, *(len(f"{row['step']:,}") for row in rows)])
     lines = [
         f"{result['geometry']}  variant {result['variant']}",
         f"  prompt {result['prompt_tokens']:,} tokens, budget {_budgets(result['budgets'])}, "
-        f"recurrent cadence {result['cadence']:,}, split grid {result['split_block']:,}, "
+        f"recurrent block {result['cadence']:,}, split grid {result['split_block']:,}, "
         f"target spans {', '.join(f'{s:,}' for s in result['target_spans'])}",
-        f"  {'step':>5} {'start':>9} {'end':>9}  state (slot)",
+        f"  {'step':>{step_width}} {'start':>{width}} {'end':>{width}}  state (slot)",
     ]
     for step in result["steps"]:
         if "repeat" in step:
             r = step["repeat"]
             lines.append(
-                f"  {'...':>5} steps {r['steps'][0]:,} to {r['steps'][1]:,} repeat {r['times']:,} more times, "
-                f"{r['tokens']:,} tokens further each time"
+                f"  {'...':>{step_width}} steps {r['steps'][0]:,} to {r['steps'][1]:,} repeat {r['times']:,} more "
+                f"times, {r['tokens']:,} tokens further each time"
             )
             continue
         lines.append(
-            f"  {step['step']:>5} {step['start']:>9,} {step['end']:>9,}  {step['state']} ({step['state_column']})"
+            f"  {step['step']:>{step_width},} {step['start']:>{width},} {step['end']:>{width},}  "
+            f"{step['state']} ({step['state_column']:,})"
         )
     if result["stalled_at_step"] is not None:
-        lines.append(f"  STALLED at step {result['stalled_at_step']}: the budget can never reach the next boundary")
-    lines.append(f"  published: {_positions(result['published'])}")
-    lines.append(f"  private:   {_positions(result['private'])}")
-    for group in result["groups"]:
         lines.append(
-            f"  {group['kind']:<17} span {group['span']:>7,}: published states on its boundaries: "
-            f"{_positions(group['published_on_boundary'])}"
+            f"  STALLED at step {result['stalled_at_step']:,}: it schedules nothing, and every later step repeats it"
         )
-    lines.append(
-        f"  restored by a later identical request: GPU prefix cache {result['reuse']:,} tokens, "
-        f"offload {result['reuse_offload']:,} tokens"
-    )
+    lines.append(f"  states on the recurrent block (published): {_positions(result['published'])}")
+    lines.append(f"  states off it (private):                   {_positions(result['private'])}")
+    cached = result["cached"]
+    lines.append(f"  kept in the GPU prefix cache ({_retention(result['retention'])}):")
+    lines.append(f"    recurrent states at {_positions(cached['recurrent_states'])}")
+    for group in cached["attention"]:
+        tail = f", partial tail {group['partial_tail']:,}" if group["partial_tail"] is not None else ""
+        lines.append(
+            f"    attention group {group['group']} (span {group['span']:,}): full blocks up to "
+            f"{group['full_blocks_up_to']:,}{tail}"
+        )
+    gpu = "none: " + result["engine_failure"] if result["reuse"] is None else f"{result['reuse']:,} tokens"
+    offload = result["reuse_offload"]
+    offload = f"{offload:,} tokens" if offload is not None else f"none ({result['offload_note']})"
+    lines.append(f"  restored by a later identical request: GPU prefix cache {gpu}; from offload alone {offload}")
     return "\n".join(lines)
+
+
+def _retention(interval) -> str:
+    if interval is None:
+        return "retention dense: every state"
+    if interval == 0:
+        return "retention 0, vLLM's default: only where a later request resumes"
+    return f"retention {interval:,}: one state per {interval:,} tokens and where a later request resumes"
 
 
 def _positions(values: list[int] | dict) -> str:

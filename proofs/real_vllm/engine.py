@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import tempfile
@@ -52,7 +53,8 @@ _TINY_MODEL = {
     "max_position_embeddings": 1 << 24,
     "torch_dtype": "float32",
 }
-# Enough blocks that nothing is evicted before a later request looks.
+# Enough blocks that nothing is evicted before a later request looks (`blocks_for` sizes a pool
+# for given requests: a pool of 400,000 takes vLLM 3 s to build).
 DEFAULT_NUM_BLOCKS = 400_000
 SPECULATIVE_TOKENS = 3  # the draft length of the stand-in EAGLE drafter (a multi-module MTP drafts L)
 OFFLOAD_SPEC = "GridproofOffloadingSpec"  # the offloading spec vLLM's factory finds in this module
@@ -69,18 +71,22 @@ def _tiny_model_dir() -> str:
     return directory
 
 
-def speculative_stand_in(eagle_block_drop: bool, lookahead: int, has_draft: bool):
+def speculative_stand_in(eagle_block_drop: bool, lookahead: int, prefill_lookahead: int, has_draft: bool):
     """What vLLM's `SpeculativeConfig` answers the scheduler and `VllmConfig` for this geometry,
-    or None for no drafter. The hash lookahead L is what `VllmConfig.num_hash_lookahead_tokens`
-    resolves to: 0 with a KV connector or with lookahead hashes off, else the drafter's prefill
-    lookahead (1 for EAGLE, k for a k-module MTP), so a geometry with L > 1 is a multi-module MTP
-    drafting L tokens and one with L = 1 an EAGLE drafter."""
+    or None for no drafter. The drafter's prefill lookahead k is 1 for EAGLE and k for a k-module
+    MTP; the hash lookahead L is what `VllmConfig.num_hash_lookahead_tokens` resolves to: 0 with a
+    KV connector or with lookahead hashes off, else k. So a geometry's L is 0 or its k."""
     if not eagle_block_drop and not has_draft:
         return None
-    multi_module = lookahead > 1
+    if lookahead not in (0, max(1, prefill_lookahead)):
+        raise ValueError(
+            f"hash_lookahead_tokens {lookahead}: vLLM hashes either no lookahead or the drafter's prefill "
+            f"lookahead ({max(1, prefill_lookahead)})"
+        )
+    multi_module = prefill_lookahead > 1
     return SimpleNamespace(
         method="mtp" if multi_module else "eagle",
-        num_speculative_tokens=lookahead if multi_module else SPECULATIVE_TOKENS,
+        num_speculative_tokens=prefill_lookahead if multi_module else SPECULATIVE_TOKENS,
         num_speculative_tokens_per_batch_size=None,
         max_num_new_slots_for_drafting=0,  # the geometry's budget is already net of draft slots
         parallel_drafting=False,
@@ -113,6 +119,7 @@ class EngineSetting:
     long_prefill_token_threshold: int
     eagle_block_drop: bool
     lookahead: int
+    prefill_lookahead: int
     hash_block_size: int  # 0: vLLM's own choice (the gcd of the spans)
     prefill_checkpoint_alignment: int | None
     shared_prefix_checkpoint: bool
@@ -135,6 +142,7 @@ class EngineSetting:
             long_prefill_token_threshold=d.long_prefill_token_threshold,
             eagle_block_drop=d.eagle_block_drop,
             lookahead=d.hash_lookahead_tokens,
+            prefill_lookahead=d.prefill_lookahead,
             hash_block_size=d.hash_block_size,
             prefill_checkpoint_alignment=d.prefill_checkpoint_alignment,
             shared_prefix_checkpoint=d.shared_prefix_checkpoint,
@@ -144,12 +152,27 @@ class EngineSetting:
         )
 
 
+def blocks_for(setting: EngineSetting, *requests: int) -> int:
+    """A block pool no request of these lengths, run one after another, evicts from: every block
+    each could hold at once (attention blocks over all its tokens, a recurrent group's states
+    step by step), for all of them, with room to spare."""
+    total = 64
+    for tokens in requests:
+        for group in setting.groups:
+            span = group.block_size * (setting.dcp_size if group.dcp_sharded else 1)
+            if group.kind == RECURRENT:
+                total += 2 * (-(-tokens // max(1, min(group.block_size, setting.budget))) + 8)
+            else:
+                total += -(-tokens // span) + 2
+    return 2 * total
+
+
 @dataclass
 class Prefill:
     """A request run from admission to its end."""
 
     hit: int  # tokens restored at admission (num_computed_tokens when first scheduled)
-    group_hits: tuple[int, ...]  # each group's own hit, looked up alone, before admission
+    group_hits: tuple[int, ...] | None  # each group's own hit, looked up alone, at admission (`_group_hits`)
     chunk_ends: list[int] = field(default_factory=list)  # num_computed_tokens after each step of its prefill
     keyed: dict[int, list[int]] = field(default_factory=dict)  # group -> positions keyed in the cache after it
     # With offload=True (else 0 and empty):
@@ -207,13 +230,14 @@ class RealEngine:
         from vllm.v1.structured_output import StructuredOutputManager
 
         self.setting = s = setting
+        logging.getLogger("vllm").setLevel(logging.ERROR)  # its notes on experimental APIs, each time
         if offload:
             check_offload_setting(s)
         model = ModelConfig(model=_tiny_model_dir(), skip_tokenizer_init=True, max_model_len=max_model_len)
         scheduler = SchedulerConfig(
             max_num_batched_tokens=s.budget,
             max_num_scheduled_tokens=s.budget,
-            max_num_seqs=16,
+            max_num_seqs=1,  # one request at a time; vLLM asks for at least as many batched tokens
             max_model_len=max_model_len,
             enable_chunked_prefill=True,
             is_encoder_decoder=False,
@@ -238,7 +262,7 @@ class RealEngine:
         )
         config.parallel_config.decode_context_parallel_size = s.dcp_size
         has_draft = any(g.kind == DRAFT for g in s.groups)
-        speculative = speculative_stand_in(s.eagle_block_drop, s.lookahead, has_draft)
+        speculative = speculative_stand_in(s.eagle_block_drop, s.lookahead, s.prefill_lookahead, has_draft)
         object.__setattr__(config, "speculative_config", speculative)
         speculative_blocks = speculative.num_speculative_tokens if speculative is not None else 0
 
@@ -313,12 +337,17 @@ class RealEngine:
             pooling_params=None,
             block_hasher=self._hasher,
         )
-        _, group_hits = self.coordinator.find_longest_cache_hit_per_group(request.block_hashes, request.num_tokens - 1)
         self.scheduler.add_request(request)
-        result = Prefill(hit=-1, group_hits=tuple(group_hits))
+        result = Prefill(hit=-1, group_hits=self._group_hits(request))
         prompt = request.num_prompt_tokens
         drain_steps = 0
+        steps = 0
         while self.scheduler.requests or (self.offload is not None and self.scheduler.has_requests()):
+            steps += 1
+            if steps > prompt + max_tokens + MAX_DRAIN_STEPS:
+                raise EngineStalled(
+                    f"r{self._ids} made no progress: {request.num_computed_tokens:,} of {prompt:,} tokens", result
+                )
             drain_steps += not self.scheduler.requests
             if drain_steps > MAX_DRAIN_STEPS:
                 raise RuntimeError(
@@ -350,6 +379,17 @@ class RealEngine:
             self.offload.observe(request.request_id, result)
         return result
 
+    def _group_hits(self, request) -> tuple[int, ...] | None:
+        """Each group's own hit, looked up alone from `max_cache_hit_length = num_tokens - 1`; None
+        where vLLM's recurrent finder reads past the request's hashes, as it does for a request of
+        k hash blocks and one token under a multi-token hash lookahead (it raises IndexError; the
+        scheduler's own lookup asks the recurrent groups only below the attention hit)."""
+        try:
+            _, hits = self.coordinator.find_longest_cache_hit_per_group(request.block_hashes, request.num_tokens - 1)
+        except IndexError:
+            return None
+        return tuple(hits)
+
     def drop_gpu_prefix_cache(self) -> None:
         """Forget every block the GPU prefix cache holds (`Scheduler.reset_prefix_cache`, the
         connector's store untouched), so that only the offload tier can serve a later hit."""
@@ -379,6 +419,15 @@ class RealEngine:
 
 
 # --- the native KV offload connector ----------------------------------------------------------
+
+
+class EngineStalled(RuntimeError):
+    """A request the real scheduler never finishes: more steps than it has tokens. `prefill` holds
+    what it did until then."""
+
+    def __init__(self, message: str, prefill: Prefill):
+        super().__init__(message)
+        self.prefill = prefill
 
 
 class OffloadSettingError(GridproofError):

@@ -1,0 +1,71 @@
+"""The engine model against the real vLLM 0.33.0 scheduler, end to end: a request's whole prefill,
+what the prefix cache keeps per group, and what a later request (an identical resend, a longer
+one extending it, one that shares only part of it) is restored.
+
+CI runs a sample (the built-in deployments at their boundaries, a few generated ones); the full
+sweep (every built-in geometry and `check` family, and generated deployments, over 2,000 cases)
+runs with `python3 -m pytest tests/conformance/test_end_to_end.py --e2e-sweep` (docs/benchmarks.md).
+A disagreement prints the case and the commands that reproduce it.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from conformance import tally
+from conformance.engine_geometries import builtin_deployments, prompt_limit, random_deployment
+from proofs.real_vllm.end_to_end import Case, RealCases, cases_for, differences, model_observation
+
+SAMPLE_GENERATED = 6  # generated deployments in CI's sample
+SWEEP_GENERATED = 60
+
+
+@pytest.fixture(scope="session")
+def real_cases():
+    return RealCases()
+
+
+def _check(real_cases: RealCases, cases: list[Case]) -> None:
+    failures = []
+    for case in cases:
+        found = differences(model_observation(case), real_cases.observe(case))
+        tally.count("end-to-end cases", 1)
+        if found:
+            failures.append(f"{case.label()}\n  " + "\n  ".join(found) + f"\n  reproduce:\n{case.reproduce()}")
+    assert not failures, f"{len(failures)} of {len(cases)} cases disagree:\n" + "\n".join(failures[:5])
+
+
+def _sample(cases: list[Case], rng: random.Random, count: int) -> list[Case]:
+    return cases if len(cases) <= count else rng.sample(cases, count)
+
+
+@pytest.mark.parametrize("index", range(len(builtin_deployments())))
+def test_builtin_deployment(real_cases, request, index):
+    geometry, budgets = builtin_deployments()[index]
+    rng = random.Random(index)
+    cases = list(cases_for(geometry, budgets, prompt_limit(geometry, budgets), rng))
+    cases.append(Case(geometry, budgets[-1], geometry.request.prompt_tokens))
+    if not request.config.getoption("--e2e-sweep"):
+        cases = _sample(cases, rng, 12)
+    _check(real_cases, cases)
+
+
+def test_generated_deployments(real_cases, request):
+    sweep = request.config.getoption("--e2e-sweep")
+    rng = random.Random(None if sweep else 44)
+    for number in range(SWEEP_GENERATED if sweep else SAMPLE_GENERATED):
+        geometry, budgets = random_deployment(rng, number)
+        cases = list(cases_for(geometry, budgets, prompt_limit(geometry, budgets), rng))
+        _check(real_cases, cases if sweep else _sample(cases, rng, 10))
+
+
+def test_the_kimi_k3_example_is_what_vllm_restores(real_cases):
+    """The README's example: Kimi-K3 TP16/DCP16, a 4,096-token budget, a 100,000-token resend."""
+    from models.geometry import load_geometry
+
+    case = Case(load_geometry("kimi-k3-tp16-dcp16"), 4096, 100_000)
+    real = real_cases.observe(case)
+    assert real.hit == 99_072
+    assert model_observation(case).hit == real.hit
