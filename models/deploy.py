@@ -84,6 +84,7 @@ class ServeFlags:
     enable_prefix_caching: bool = True
     mamba_ssm_cache_dtype: str = "auto"
     kv_cache_dtype: str = "auto"
+    prefix_cache_retention_interval: int | None = 0  # None: dense (vLLM's CacheConfig default is 0)
 
 
 @dataclass(frozen=True)
@@ -385,6 +386,7 @@ def resolve_deployment(model: HybridModel, flags: ServeFlags, variant: Variant) 
         mamba_block_size=flags.mamba_block_size,
         prefill_checkpoint_alignment=model.prefill_checkpoint_alignment,
         offload_blocks_per_chunk=offload.blocks_per_chunk,
+        prefix_cache_retention_interval=flags.prefix_cache_retention_interval,
     )
     geometry = Geometry(
         name=f"{model.name}-tp{tp}" + (f"-dcp{dcp}" if dcp > 1 else ""),

@@ -30,11 +30,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from models.errors import GridproofError
 from models.geometry import DRAFT, RECURRENT
 from models.plan import Plan
 from models.positions import Positions
 from models.prefill import Chunk, Trace
 from models.scheduler import checkpoint_position, checkpoint_valid, prefill_end
+
+
+class RetentionError(GridproofError):
+    """A retention interval vLLM refuses at startup."""
 
 
 class LookupFailure(Exception):
@@ -110,17 +115,25 @@ def layout(p: Plan) -> CacheLayout:
     ]
     made.sort(key=lambda b: b.recurrent)  # attention first, otherwise in group order
     lookahead = int(split.lookahead)
+    retention = geometry.deployment.prefix_cache_retention_interval
+    scheduler_block = int(split.sched_block)
+    if retention and retention % scheduler_block:
+        # kv_cache_coordinator.py:54-59, at startup
+        raise RetentionError(
+            f"prefix_cache_retention_interval ({retention}) must be non-negative and a multiple of "
+            f"scheduler_block_size ({scheduler_block}), as vLLM 0.33.0 requires"
+        )
     r = p.cadence
     fine = r >= split.hash_block if dcp > 1 else r > split.hash_block
     return CacheLayout(
         buckets=tuple(made),
         hash_block=int(split.hash_block),
-        scheduler_block=int(split.sched_block),
+        scheduler_block=scheduler_block,
         fine=bool(fine),
         eagle_drop=eagle,
         lookahead=lookahead,
         reprefillable=max(0, geometry.deployment.prefill_lookahead - 1),
-        retention=geometry.deployment.prefix_cache_retention_interval,
+        retention=retention,
         checkpoint_alignment=int(split.checkpoint_alignment),
     )
 

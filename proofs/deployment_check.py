@@ -1,11 +1,13 @@
 """`gridproof check`'s analysis of one deployment: what the cache groups'
-grids are, where checkpoints are published, what a later request restores,
-the hit law proved for every prompt length, and whether the deployment is
-aligned (every published checkpoint on every target-attention boundary).
+grids are, where checkpoints are published, what the prefix cache keeps and a
+later request restores (from the GPU and through offload), the restore law
+over every prompt length, and whether the deployment is aligned (every
+published checkpoint on every target-attention boundary).
 
 Everything is read from the same model `simulate` runs (models.plan,
-models.prefill, models.reuse); the proofs are Z3 obligations through
-proofs.solver, and every counterexample is replayed on the concrete model.
+models.prefill, models.prefix_cache, models.offload); the alignment proof is a
+Z3 obligation through proofs.solver, its counterexample replayed on the
+concrete model; the restore law is checked on the model (proofs.restore_law).
 """
 
 from __future__ import annotations
@@ -16,12 +18,13 @@ import time
 from models import arith
 from models.deploy import ResolvedDeployment
 from models.geometry import DRAFT, RECURRENT, TARGET
+from models.offload import OffloadNotModelled, offload_hit
 from models.plan import Plan, plan
 from models.prefill import publishes, run_prefill
-from models.reuse import gpu_restore, offload_restore
+from models.prefix_cache import LookupFailure, cached_prefix, gpu_hit
 from models.scheduler import last_cacheable_position
 from models.variants import PR457, PR457_GUARDED, Variant
-from proofs import hitlaw
+from proofs.restore_law import restore_law
 from proofs.solver import PROVED, REFUTED, Claim, Kind, SolverOptions, Var, decide
 
 PER_TOKENS = 100_000  # "published checkpoints per 100k tokens"
@@ -68,19 +71,22 @@ def _groups(p: Plan) -> list[dict]:
 
 
 def typical_request(p: Plan) -> dict:
+    """The deployment's typical request (its geometry's): its prefill, what the prefix cache keeps
+    of it, and what a later identical request restores from the GPU and through offload alone."""
     d, request = p.geometry.deployment, p.geometry.request
     tokens = request.num_tokens
     trace = run_prefill(p, d.max_num_scheduled_tokens)
-    eagle = p.geometry.eagle_spans()
-    gpu = gpu_restore(trace.published, p.target_spans, eagle, p.split.eagle_drop, p.split.lookahead, tokens, tokens)
-    offload = offload_restore(
-        trace.published, p.cadence, p.target_spans, eagle, d.offload_blocks_per_chunk, tokens, tokens
-    )
-    restorable = [
-        h
-        for h in trace.published
-        if gpu_restore([h], p.target_spans, eagle, p.split.eagle_drop, p.split.lookahead, tokens, tokens)
-    ]
+    cached = cached_prefix(p, trace, request.prompt_tokens, tokens)
+    try:
+        gpu, failure = gpu_hit(cached, tokens, tokens), None
+    except LookupFailure as error:
+        gpu, failure = None, str(error)
+    offload = None
+    if not p.split.lookahead:
+        try:
+            offload = offload_hit(p, cached, tokens, tokens)
+        except OffloadNotModelled:
+            offload = None
     return {
         "tokens": tokens,
         "steps": trace.steps,
@@ -88,9 +94,10 @@ def typical_request(p: Plan) -> dict:
         "chunk_ends": list(trace.chunk_ends),
         "published": list(trace.published),
         "private": list(trace.private),
-        "restorable": restorable,
-        "first_restorable": restorable[0] if restorable else None,
+        "cached_recurrent_states": list(cached.recurrent),
+        "stale_recurrent_states": list(cached.stale),
         "restored_gpu": gpu,
+        "lookup_failure": failure,
         "restored_offload": offload,
     }
 
@@ -175,73 +182,60 @@ def warnings_for(deployment: ResolvedDeployment, p: Plan, typical: dict, law: di
                 f"a target-attention block spans {widest:,} tokens, over --max-model-len {limit:,}: nothing is restored"
             )
     smallest = law.get("smallest_hit")
-    if smallest is None and law.get("proved"):
-        found.append("no prompt length ever hits the prefix cache")
-    elif smallest is not None and smallest > 1:
-        found.append(f"a shared prefix below {smallest:,} tokens never hits")
+    if law.get("verdict") == "CHECKED" and smallest is None:
+        found.append("no prompt length checked ever hits the prefix cache")
+    if typical["stale_recurrent_states"]:
+        stale = typical["stale_recurrent_states"]
+        found.append(
+            f"vLLM 0.33.0 keys a recurrent state under a longer prefix than it holds (at {_positions(stale)} in "
+            f"the typical request): the split's grid ({p.split.block:,}) is finer than the recurrent block "
+            f"({p.cadence:,}), so a chunk leaves a block mid-way and the block is hashed by its end; a later request "
+            "restored there continues from the wrong state"
+        )
+    if typical["lookup_failure"]:
+        found.append(typical["lookup_failure"])
     if p.split.eagle_drop:
         spans = p.geometry.eagle_spans() or p.target_spans
         found.append(
             f"speculative decoding (EAGLE block drop) costs a block: a hit must leave the draft group's next "
             f"{max(spans):,}-token block cached, so up to {max(spans):,} more tokens are recomputed"
         )
-    spec = deployment.speculation
-    if spec is not None and spec.prefill_lookahead > 1:
+    gpu, offload = typical["restored_gpu"], typical["restored_offload"]
+    retention = p.geometry.deployment.prefix_cache_retention_interval
+    if deployment.offload and offload is not None and gpu is not None and offload < gpu:
         found.append(
-            f"an MTP draft of several modules reads {spec.prefill_lookahead} prompt tokens ahead: vLLM ends no prefill "
-            f"chunk within {spec.prefill_lookahead} tokens of the prompt's end (Scheduler._reserve_prefill_lookahead), "
-            "which this model of the split leaves out; a chunk it shortens ends off the grid and publishes nothing"
-        )
-    if deployment.offload and typical["restored_offload"] < typical["restored_gpu"]:
-        found.append(
-            f"native offload restores {typical['restored_offload']:,} tokens of the typical request, the GPU cache "
-            f"restores {typical['restored_gpu']:,}"
+            f"native offload alone restores {offload:,} tokens of the typical request, the GPU cache {gpu:,}: the "
+            "connector stores only the recurrent states the GPU cache keeps on its chunk grid"
+            + (" (retention 0 keeps only where a resend resumes)" if retention == 0 else "")
         )
     if typical["stalled_at_step"] is not None:
         found.append(f"the typical request's prefill stalls at step {typical['stalled_at_step']}")
     return found
 
 
-def hit_law_section(p: Plan) -> dict:
-    law = hitlaw.prove_hit_law(p)
-    section = {
-        "proved": law.proved,
-        "verdict": PROVED if law.proved else (law.outcome.verdict if law.outcome else "UNKNOWN"),
-    }
-    if law.proved:
-        section.update(
-            {
-                "form": f"hit(L) = {law.form}",
-                "hypotheses_used": law.outcome.hypotheses_used,
-                "hypotheses_unconfirmed": law.outcome.hypotheses_unconfirmed,
-                "rlimit": law.outcome.rlimit,
-                "free_run": list(law.free_run.points) + [law.free_run.period],
-                "tail_steps": law.tail_steps,
-                "smallest_hit": hitlaw.smallest_hit(law),
-            }
-        )
-        lengths = sorted({n for n in (section["smallest_hit"], 100_000, 200_000) if n})
+def _positions(values: list[int], limit: int = 4) -> str:
+    shown = [f"{v:,}" for v in values[:limit]]
+    return ", ".join(shown) + (f" and {len(values) - limit:,} more" if len(values) > limit else "")
+
+
+def hit_law_section(p: Plan, limit: int | None = None) -> dict:
+    """The restore law (proofs.restore_law) as check reports it."""
+    law = restore_law(p, limit)
+    section = law.as_json()
+    if law.verdict == "CHECKED":
+        lengths = sorted({n for n in (law.smallest_hit, 100_000, 200_000) if n and (limit is None or n <= limit)})
         section["examples"] = {n: law(n) for n in lengths}
-    else:
-        section["reason"] = law.reason
-        if law.outcome is not None and law.outcome.counterexample:
-            section["counterexample"] = law.outcome.counterexample
     section["law"] = law
     return section
 
 
-def law_against_simulate(p: Plan, law: hitlaw.HitLaw, up_to: int) -> dict:
-    """The proved law against what `simulate` reports a later identical
-    request restores, on every L in 1..up_to (models/every_length.py), and
-    the first few lengths where they differ."""
-    import numpy
+def law_against_simulate(p: Plan, law, up_to: int) -> dict:
+    """The law against what `simulate` reports a later identical request restores, on every L in
+    1..up_to, and the first few lengths where they differ."""
+    from proofs.restore_law import resend_hit
 
-    from models.every_length import gpu_reuse_every_length
-
-    simulated = gpu_reuse_every_length(p, p.geometry.deployment.max_num_scheduled_tokens, up_to)
-    lengths = numpy.arange(1, up_to + 1, dtype=numpy.int64)
-    differ = lengths[numpy.broadcast_to(law(lengths), lengths.shape) != simulated]
-    return {"up_to": up_to, "mismatches": [int(n) for n in differ[:5]]}
+    differ = [n for n in range(1, up_to + 1) if resend_hit(p, n) != law(n)]
+    return {"up_to": up_to, "mismatches": differ[:5]}
 
 
 def analyse(deployment: ResolvedDeployment, variant: Variant, prove: bool = True, verify_up_to: int = 0) -> dict:
@@ -260,16 +254,18 @@ def analyse(deployment: ResolvedDeployment, variant: Variant, prove: bool = True
             raise AssertionError(f"alignment counterexample {aligned.counterexample} does not replay")
     if variant.guarded and not p.accepted:
         # The engine refuses to start: there is no prefix cache to state a law for.
-        law = {"proved": False, "verdict": "NOT RUN", "reason": f"{variant.name} refuses this configuration"}
+        law = {"verdict": "NOT RUN", "reason": f"{variant.name} refuses this configuration"}
     elif prove:
-        law = hit_law_section(p)
+        law = hit_law_section(p, deployment.max_model_len)
     else:
-        law = {"proved": False, "verdict": "NOT RUN", "reason": "not asked for"}
+        law = {"verdict": "NOT RUN", "reason": "not asked for"}
     why = []
-    if verify_up_to and law["proved"]:
+    if verify_up_to and law["verdict"] == "CHECKED":
         law["against_simulate"] = law_against_simulate(p, law["law"], verify_up_to)
         if law["against_simulate"]["mismatches"]:
             why.append(f"the hit law disagrees with simulate at L = {law['against_simulate']['mismatches'][0]:,}")
+    if law["verdict"] == "NO FORMULA":
+        why.append("no formula fits the restores checked (the lengths where the best differs are listed)")
     if not guard["accepts"] and variant.guarded:
         group = guard["breaking_group"]
         why.append(
@@ -277,9 +273,15 @@ def analyse(deployment: ResolvedDeployment, variant: Variant, prove: bool = True
             f"{group['kind']} group {group['index']}'s span {group['span']:,}"
         )
     limit = deployment.max_model_len
-    if law["proved"] and (law["smallest_hit"] is None or limit is not None and law["smallest_hit"] > limit):
+    if law["verdict"] == "CHECKED" and law["smallest_hit"] is None:
         within = f" up to --max-model-len {limit:,}" if limit is not None else ""
-        why.append(f"no shared prefix{within} ever hits the prefix cache (hit law PROVED)")
+        why.append(f"no shared prefix{within} checked ever hits the prefix cache")
+    if typical["stale_recurrent_states"]:
+        why.append("the prefix cache keys recurrent states under prefixes they do not hold (a restore there is wrong)")
+    if typical["lookup_failure"]:
+        why.append("vLLM's own prefix-cache lookup fails for the typical request")
+    if typical["stalled_at_step"] is not None:
+        why.append(f"the typical request's prefill stalls at step {typical['stalled_at_step']}")
     if aligned.verdict != PROVED:
         off = [e for e in typical["published"] if any(e % s for s in p.target_spans)]
         example = f", e.g. {off[0]:,} in the typical request" if off else ""

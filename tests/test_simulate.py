@@ -114,36 +114,52 @@ def test_baseline_publishes_only_on_the_3840_grid(baseline_cli):
     assert data["private"] == [PROMPT]
 
 
-def test_baseline_restores_61440_for_the_100000_token_prompt(baseline_cli):
-    assert baseline_cli["reuse"] == FIRST_COMMON
-    assert baseline_cli["reuse_offload"] == FIRST_COMMON  # native offload does no better
-    # A resumed request reads the state after 61,440 tokens from slot 61,440 / 768 - 1.
-    assert baseline_cli["resume_state_column"] == FIRST_COMMON // PAGE - 1 == 79
+# An identical resend of a Kimi-K3 prompt, as the real vLLM 0.33.0 scheduler and native offload
+# connector restore it (retention 0, vLLM's default): prompt -> (GPU prefix cache, offload alone).
+# tests/conformance/test_end_to_end.py measures every row again on the real engine.
+KIMI_K3_RESENDS = {
+    1: (0, 0),
+    767: (0, 0),
+    768: (0, 0),
+    4_096: (3_072, 0),
+    12_288: (11_520, 0),
+    12_289: (11_520, 11_520),
+    24_576: (23_808, 23_808),
+    30_000: (29_184, 0),
+    36_864: (36_096, 36_096),
+    49_152: (48_384, 48_384),
+    50_000: (49_152, 49_152),
+    61_439: (59_904, 0),
+    61_440: (60_672, 60_672),
+    62_207: (60_672, 60_672),
+    62_208: (61_440, 61_440),
+    100_000: (99_072, 0),
+}
 
 
-@pytest.mark.parametrize("prompt", [20_000, 50_000, 61_439, 62_207, 100_000])
-def test_baseline_chunks_before_the_last_cacheable_position_end_on_3840(prompt):
+@pytest.mark.parametrize("prompt", sorted(KIMI_K3_RESENDS))
+def test_baseline_restores_what_vllm_restores(prompt):
     data = run("baseline", prompt)
-    lcp = eagle_boundary(prompt)
-    before = [e for e in data["chunk_ends"] if e < lcp]
-    assert before == list(range(BASELINE_STEP, lcp, BASELINE_STEP))
+    assert (data["reuse"], data["reuse_offload"]) == KIMI_K3_RESENDS[prompt]
 
 
-@pytest.mark.parametrize(
-    "prompt",
-    [1, 767, 768, 4_096, 12_288, 24_576, 30_000, 36_864, 49_152, 50_000, 61_439, 61_440],
-)
-def test_baseline_restores_nothing_shorter_than_61440(prompt):
-    data = run("baseline", prompt)
-    assert data["reuse"] == 0
-    assert data["reuse_offload"] == 0
+@pytest.mark.parametrize("prompt", sorted(KIMI_K3_RESENDS))
+def test_baseline_gpu_cache_restores_the_exported_checkpoint(prompt):
+    """The chunk that reaches the prompt's end exports FlashKDA's internal checkpoint at the
+    prompt's last reusable 768-token boundary, CP(P, 768, drop), and the target groups' partial
+    tails reach it: the GPU prefix cache restores there, between target-attention boundaries."""
+    assert run("baseline", prompt)["reuse"] == eagle_boundary(prompt)
 
 
-def test_baseline_first_restore_needs_one_draft_block_beyond_61440():
-    # Restoring h = 61,440 through the EAGLE group needs [0, h + 768) cached, so the
-    # resent prompt must hold 62,208 tokens; one token fewer restores nothing.
-    assert run("baseline", FIRST_COMMON + PAGE - 1)["reuse"] == 0
-    assert run("baseline", FIRST_COMMON + PAGE)["reuse"] == FIRST_COMMON
+def test_baseline_keeps_one_recurrent_state_at_retention_0(baseline_cli):
+    cached = baseline_cli["cached"]
+    assert cached["recurrent_states"] == [99_072]
+    target, draft = cached["attention"]
+    assert (target["span"], target["full_blocks_up_to"], target["partial_tail"]) == (TARGET_SPAN, 98_304, 99_840)
+    assert (draft["span"], draft["full_blocks_up_to"], draft["partial_tail"]) == (PAGE, 99_840, None)
+    assert baseline_cli["reuse"] == 99_072
+    # A resumed request reads the state after 99,072 tokens from slot 99,072 / 768 - 1.
+    assert baseline_cli["resume_state_column"] == 99_072 // PAGE - 1 == 128
 
 
 # --- pr457 ----------------------------------------------------------------------
@@ -169,16 +185,21 @@ def test_pr457_keeps_intermediate_states_private(pr457_cli):
     assert all(p % TARGET_SPAN for p in private)
 
 
-def test_pr457_publishes_every_12288_multiple_and_restores_the_last(pr457_cli):
+def test_pr457_publishes_every_12288_multiple(pr457_cli):
     data = pr457_cli
     assert data["published"] == [k * TARGET_SPAN for k in range(1, 9)]
-    assert data["published"][-1] == 98_304
-    assert data["reuse"] == data["published"][-1] == 98_304
-    assert data["reuse_offload"] == 98_304
-    assert data["resume_state_column"] == 98_304 // TARGET_SPAN - 1 == 7
     # Every published checkpoint is shared with target attention.
     assert data["groups"][0]["kind"] == "target-attention"
     assert data["groups"][0]["published_on_boundary"] == data["published"]
+
+
+def test_pr457_offloads_the_replay_boundary_at_retention_0(pr457_cli):
+    """At retention 0 the GPU cache keeps the replay boundary's state (on the 12,288 grid under
+    PR457) and the prompt's tail; the connector stores the one on its chunk grid."""
+    data = pr457_cli
+    assert data["cached"]["recurrent_states"] == [86_016, 99_072]
+    assert data["reuse"] == 99_072
+    assert data["reuse_offload"] == 86_016
 
 
 @pytest.mark.parametrize("prompt", [12_288, 24_576, 30_000, 50_000, 61_440, 62_207, 62_208, 74_000, 74_496, 100_000])
@@ -199,12 +220,8 @@ def test_pr457_publishes_up_to_the_converted_eagle_boundary(prompt):
     tail = eagle_boundary(prompt)
     if lcp < tail and tail % TARGET_SPAN:
         assert tail in data["private"]
-    assert data["reuse"] == lcp
-    assert data["reuse"] >= run("baseline", prompt)["reuse"]
-    if lcp:
-        assert data["resume_state_column"] == lcp // TARGET_SPAN - 1
-    else:
-        assert data["resume_state_column"] is None
+    # The GPU prefix cache keys that tail state and restores it, as under 0.33.0.
+    assert data["reuse"] == run("baseline", prompt)["reuse"]
 
 
 def test_the_hash_block_is_the_gcd_of_the_resolved_spans():

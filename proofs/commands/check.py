@@ -153,6 +153,14 @@ def add_parser(sub) -> None:
     vllm.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction, default=True)
     vllm.add_argument("--mamba-ssm-cache-dtype", choices=SSM_CACHE_DTYPES, default="auto")
     vllm.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPES, default="auto")
+    vllm.add_argument(
+        "--prefix-cache-retention-interval",
+        type=_retention,
+        default=0,
+        metavar="N|none",
+        help="recurrent states the GPU cache keeps: 0 (vLLM's default) only where a later request resumes, "
+        "none every one (dense), N one per N tokens",
+    )
     parser.add_argument(
         "--variant", type=_variant, default="baseline", help="baseline (vLLM 0.33.0, default), pr457, pr457-guarded"
     )
@@ -171,7 +179,30 @@ def add_parser(sub) -> None:
         help="also compare the proved hit law with simulate on every prompt length 1..N",
     )
     parser.add_argument("--sweep", type=_sweep, metavar="FLAG=a..b", help="tabulate one flag's values (no proofs)")
+    parser.add_argument(
+        "--explain", action="store_true", help="also print how the answer was reached: groups, grids, proofs"
+    )
+    parser.add_argument(
+        "--confirm-vllm",
+        action="store_true",
+        help="run the real vLLM 0.33.0 scheduler (installed) on this deployment at prompt lengths around every "
+        "grid and compare what it restores with the printed law",
+    )
+    parser.add_argument("--plot", metavar="FILE", help="draw hit(L) for the GPU cache and offload as a PNG")
     parser.set_defaults(run=run)
+
+
+def _retention(text: str) -> int | None:
+    """--prefix-cache-retention-interval: a non-negative integer, or none (vLLM's None: dense)."""
+    if text.strip().lower() in ("none", "dense"):
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer or none, got {quoted(text)}") from None
+    if value < 0 or value > MAX_TOKENS:
+        raise argparse.ArgumentTypeError(f"expected an integer from 0 to {MAX_TOKENS:,} or none, got {value}")
+    return value
 
 
 def flags_from(args: argparse.Namespace) -> ServeFlags:
@@ -204,8 +235,26 @@ def run(args: argparse.Namespace) -> int:
     if args.emit_vllm_test:
         _emit_vllm_test(deployment, args.emit_vllm_test)
     result = analyse(deployment, variant, verify_up_to=args.verify_law_up_to)
-    print(json.dumps(render_json(result), indent=2) if args.json else render_text(result))
+    if args.confirm_vllm:
+        from proofs.confirm_vllm import confirm
+
+        result["confirm_vllm"] = confirm(result["plan"], result["hit_law"], progress=None if args.json else _progress)
+        if result["confirm_vllm"]["disagreements"]:
+            result["ok"] = False
+            result["why"].append("the real vLLM scheduler disagrees with the model (--confirm-vllm)")
+    if args.plot:
+        from proofs.restore_plot import plot_restores
+
+        try:
+            plot_restores(result["plan"], args.plot, offload=deployment.offload)
+        except OSError as error:
+            raise UsageError(f"--plot: cannot write {args.plot}: {error.strerror}") from None
+    print(json.dumps(render_json(result), indent=2) if args.json else render_text(result, explain=args.explain))
     return 0 if result["ok"] else 1
+
+
+def _progress(done: int, total: int) -> None:
+    print(f"  --confirm-vllm: {done}/{total} prompt lengths run on the real scheduler", file=sys.stderr, flush=True)
 
 
 def _emit_vllm_test(deployment, path: str) -> None:

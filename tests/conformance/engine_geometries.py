@@ -52,13 +52,19 @@ def random_deployment(rng: random.Random, number: int) -> tuple[Geometry, list[i
     spans = [g.span(dcp) for g in groups if g.kind != RECURRENT] + [cadence]
     scheduler_block = math.lcm(*spans)
     retention = rng.choice((0, 0, None, scheduler_block * rng.choice((1, 2, 3))))
+    hash_spans = [g.span(dcp) for g in groups if g.kind != RECURRENT] + [cadence]
+    hash_block = math.gcd(*hash_spans)
     deployment = Deployment(
         dcp_size=dcp,
         block_size=block,
         max_num_scheduled_tokens=1,  # each case sets its budget
+        long_prefill_token_threshold=rng.choice((0, 0, 0, 0, block * rng.randint(1, 4))),
         eagle_block_drop=eagle_drop,
         hash_lookahead_tokens=lookahead,
+        # vLLM's prefix_match_unit: a divisor of every span, now and then finer than their gcd
+        hash_block_size=rng.choice((0, 0, 0, 0, hash_block // rng.choice((1, 2, 4)) or hash_block)),
         prefill_checkpoint_alignment=rng.choice((None, None, 1, 16)),
+        offload_blocks_per_chunk=rng.choice((1, 1, 1, 2, 4)),
         prefix_cache_retention_interval=retention,
     )
     geometry = Geometry(

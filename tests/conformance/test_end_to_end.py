@@ -61,11 +61,13 @@ def test_generated_deployments(real_cases, request):
         _check(real_cases, cases if sweep else _sample(cases, rng, 10))
 
 
-def test_the_kimi_k3_example_is_what_vllm_restores(real_cases):
-    """The README's example: Kimi-K3 TP16/DCP16, a 4,096-token budget, a 100,000-token resend."""
+def test_the_kimi_k3_figures_are_what_vllm_restores(real_cases):
+    """The figures tests/test_simulate.py holds the model to (the README's example among them):
+    Kimi-K3 TP16/DCP16, a 4,096-token budget, resends of each length, on the real engine."""
     from models.geometry import load_geometry
+    from test_simulate import KIMI_K3_RESENDS
 
-    case = Case(load_geometry("kimi-k3-tp16-dcp16"), 4096, 100_000)
-    real = real_cases.observe(case)
-    assert real.hit == 99_072
-    assert model_observation(case).hit == real.hit
+    geometry = load_geometry("kimi-k3-tp16-dcp16")
+    for prompt, (gpu, offload) in KIMI_K3_RESENDS.items():
+        real = real_cases.observe(Case(geometry, 4096, prompt))
+        assert (real.hit, real.offload) == (gpu, offload), prompt

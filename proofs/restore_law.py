@@ -1,0 +1,157 @@
+"""The restore law of one deployment: for a prompt of L tokens and a later request with the same
+L tokens, how many tokens the GPU prefix cache restores, hit(L), as a formula a deployer reads.
+
+hit(L) is what `simulate` computes (models.prefill, models.prefix_cache: the prefill, what the
+cache keeps, the coordinator's lookup). The law is the first formula of a small family that
+equals it on every length checked: CP(L, u) = max(0, floor((L - 1) / u) * u), the last
+u-boundary before the prompt's last token, and its EAGLE form max(0, floor(L / u) * u - u), for u
+each grid the deployment has (hash block, scheduler block, recurrent block, spans), or 0. The
+lengths checked are every length up to a few hundred, every multiple of each grid up to four of
+its largest, one either side, and lengths at random up to a billion. That is a bounded check, not a
+proof: the law is reported as CHECKED with its count, and where no formula fits, the lengths
+where the best one differs are named.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from models.plan import Plan
+from models.prefill import run_prefill
+from models.prefix_cache import LookupFailure, cached_prefix, gpu_hit
+
+EVERY_LENGTH_UP_TO = 256
+RANDOM_LENGTHS = 400
+RANDOM_UP_TO = 10**9
+SEED = 2026  # the random lengths are the same on every run
+CONDENSE_BEYOND = 64  # steps run one by one before a repeating prefill is condensed (models.prefill)
+
+
+def resend_hit(p: Plan, length: int) -> int | None:
+    """What a later identical request of `length` tokens restores from the GPU prefix cache
+    (`simulate`'s `reuse`); None where vLLM's own lookup fails or the prefill stalls."""
+    budget = p.geometry.deployment.max_num_scheduled_tokens
+    trace = run_prefill(p, budget, prompt_tokens=length, output_tokens=0, condense_beyond=CONDENSE_BEYOND)
+    if trace.stalled_at is not None:
+        return None
+    try:
+        return gpu_hit(cached_prefix(p, trace, length, length), length, length)
+    except LookupFailure:
+        return None
+
+
+@dataclass(frozen=True)
+class Formula:
+    text: str  # as printed, in L
+    of: Callable[[int], int]
+
+
+def _boundary(unit: int, drop: bool) -> Formula:
+    if drop:
+        return Formula(f"max(0, ⌊L/{unit:,}⌋·{unit:,} − {unit:,})", lambda n: max(0, n // unit * unit - unit))
+    return Formula(f"⌊(L − 1)/{unit:,}⌋·{unit:,}", lambda n: max(0, (n - 1) // unit * unit))
+
+
+def candidates(p: Plan) -> list[Formula]:
+    """The formulas tried, simplest first."""
+    split = p.split
+    units = sorted(
+        {int(split.hash_block), int(split.sched_block), int(split.block), p.cadence, *map(int, p.target_spans)}
+    )
+    found = [Formula("0", lambda n: 0)]
+    for drop in (bool(split.eagle_drop), not split.eagle_drop):
+        found += [_boundary(unit, drop) for unit in units]
+    return found
+
+
+def lengths_checked(p: Plan, limit: int | None = None) -> list[int]:
+    """Every length up to EVERY_LENGTH_UP_TO, every multiple of each grid up to four of the largest
+    one either side, and RANDOM_LENGTHS at random (seeded) up to RANDOM_UP_TO or `limit`."""
+    split = p.split
+    sizes = {int(split.hash_block), int(split.sched_block), int(split.block), p.cadence, *map(int, p.target_spans)}
+    sizes.add(p.geometry.deployment.max_num_scheduled_tokens)
+    top = 4 * max(sizes)
+    found = set(range(1, EVERY_LENGTH_UP_TO + 1))
+    for size in sizes:
+        for multiple in range(size, top + 1, size):
+            found.update((multiple - 1, multiple, multiple + 1))
+    rng = random.Random(SEED)
+    found.update(rng.randint(1, limit or RANDOM_UP_TO) for _ in range(RANDOM_LENGTHS))
+    return sorted(n for n in found if n >= 1 and (limit is None or n <= limit))
+
+
+@dataclass
+class RestoreLaw:
+    formula: Formula | None  # None: no formula of the family fits
+    checked: int  # lengths compared
+    largest_checked: int
+    differences: list[tuple[int, int | None, int]] = field(default_factory=list)  # (L, model, best formula)
+    failures: list[int] = field(default_factory=list)  # lengths whose lookup fails or prefill stalls
+    smallest_hit: int | None = None  # the least L restored anything (None: none checked)
+
+    @property
+    def verdict(self) -> str:
+        return "CHECKED" if self.formula is not None and not self.failures else "NO FORMULA"
+
+    def __call__(self, length: int) -> int:
+        if self.formula is None:
+            raise ValueError("no formula fits this deployment's restores")
+        return self.formula.of(length)
+
+    def as_json(self) -> dict:
+        return {
+            "verdict": self.verdict,
+            "form": None if self.formula is None else f"hit(L) = {self.formula.text}",
+            "checked_lengths": self.checked,
+            "largest_checked": self.largest_checked,
+            "differences": [list(d) for d in self.differences[:5]],
+            "failures": self.failures[:5],
+            "smallest_hit": self.smallest_hit,
+        }
+
+
+def restore_law(p: Plan, limit: int | None = None) -> RestoreLaw:
+    """The law of one plan, checked on `lengths_checked` (up to `limit`, --max-model-len)."""
+    lengths = lengths_checked(p, limit)
+    observed = {n: resend_hit(p, n) for n in lengths}
+    failures = [n for n, hit in observed.items() if hit is None]
+    best, best_differences = None, None
+    for formula in candidates(p):
+        differences = [
+            (n, hit, formula.of(n)) for n, hit in observed.items() if hit is not None and hit != formula.of(n)
+        ]
+        if best_differences is None or len(differences) < len(best_differences):
+            best, best_differences = formula, differences
+        if not differences:
+            break
+    law = RestoreLaw(
+        formula=best if not best_differences else None,
+        checked=len(lengths),
+        largest_checked=max(lengths),
+        differences=best_differences or [],
+        failures=failures,
+    )
+    law.smallest_hit = smallest_hit(p, law, observed)
+    return law
+
+
+def smallest_hit(p: Plan, law: RestoreLaw, observed: dict[int, int | None]) -> int | None:
+    """The least L whose resend restores anything: by the law, confirmed on the model at L and L - 1."""
+    if law.formula is not None:
+        if law.formula.text == "0":
+            return None
+        low, high = 1, max(observed)
+        if law(high) == 0:
+            return None
+        while low < high:  # every formula of the family is monotone in L
+            middle = (low + high) // 2
+            if law(middle) > 0:
+                high = middle
+            else:
+                low = middle + 1
+        if resend_hit(p, low) and (low == 1 or not resend_hit(p, low - 1)):
+            return low
+    hits = [n for n, hit in sorted(observed.items()) if hit]
+    return hits[0] if hits else None
