@@ -23,7 +23,7 @@ from models.prefill import run_prefill
 from models.prefix_cache import LookupFailure, cached_prefix, gpu_hit
 
 EVERY_LENGTH_UP_TO = 256
-RANDOM_LENGTHS = 400
+RANDOM_LENGTHS = 64
 RANDOM_UP_TO = 10**9
 SEED = 2026  # the random lengths are the same on every run
 CONDENSE_BEYOND = 64  # steps run one by one before a repeating prefill is condensed (models.prefill)
