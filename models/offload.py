@@ -19,6 +19,7 @@ ends the lookup at 0.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from models.geometry import DRAFT, RECURRENT
@@ -60,15 +61,20 @@ def offload_hit(p: Plan, cached: CachedPrefix, shared: int, new_tokens: int, com
     prompt = cached.prompt
     hashed = new_tokens // h * h  # a connector hashes with no lookahead
     recurrent_chunks = {g.chunk for g in groups if g.recurrent}
-    stored_states = Positions.of(
-        [b for b in cached.offered if b <= min(cached.tokens, prompt) and all(b % c == 0 for c in recurrent_chunks)]
-    )
+    # The states the GPU cache offered, on every recurrent chunk grid and within the prompt.
+    stored_states = cached.offered.multiples_of(math.lcm(*recurrent_chunks)) if recurrent_chunks else Positions()
+    within = min(cached.tokens, prompt)
 
-    def stored(group: OffloadGroup, end: int) -> bool:
-        """Whether the chunk ending at `end` is stored under a key the later request has."""
-        if end > shared:
-            return False
-        return end in stored_states if group.recurrent else end <= prompt
+    def chunks_found(group: OffloadGroup, first: int, last: int) -> int:
+        """The connector's scan of chunks first..last - 1 (their keys the later request has), as an
+        end index: an attention group's run of stored chunks from the first (every chunk of the
+        prompt is stored), a recurrent group's rightmost stored state (`_sliding_window_lookup`,
+        a window of one chunk); `first` when none."""
+        c = group.chunk
+        if not group.recurrent:
+            return max(first, min(last, min(prompt, shared) // c))
+        state = stored_states.at_most(min(last * c, shared, within))
+        return state // c if state is not None and state // c > first else first
 
     cap = new_tokens
     if recurrent_chunks:
@@ -92,13 +98,7 @@ def offload_hit(p: Plan, cached: CachedPrefix, shared: int, new_tokens: int, com
             query = min(cap + c, keys * c) if unverified else cap
             last = min(-(-query // c), keys)
             first = computed // c
-            if group.recurrent:
-                found = next((j + 1 for j in range(last - 1, first - 1, -1) if stored(group, (j + 1) * c)), first)
-            else:
-                found = first
-                while found < last and stored(group, (found + 1) * c):
-                    found += 1
-            chunks = found - first
+            chunks = chunks_found(group, first, last) - first
             if chunks == 0:
                 return 0
             if unverified:

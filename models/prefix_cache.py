@@ -30,11 +30,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from models import arith
 from models.errors import GridproofError
 from models.geometry import DRAFT, RECURRENT
 from models.plan import Plan
 from models.positions import Positions
-from models.prefill import Chunk, Trace
+from models.prefill import Chunk, Trace, state_column
 from models.scheduler import checkpoint_position, checkpoint_valid, prefill_end
 
 
@@ -55,6 +56,76 @@ class Bucket:
     span: int  # tokens one block id covers: the manager's block size
     groups: tuple[int, ...]  # indices into the geometry's groups, each group counted once
     use_eagle: bool  # some member drops the EAGLE block (the coordinator's per-group eagle bit)
+
+
+# --- how far a step hashes: one formula, read on ints (cached_prefix) and on Z3 terms (the catalogue) ---
+
+
+def aligned_tokens(tokens, fine, scheduler_block):
+    """`_align_cacheable`: the prefix a later hit could match, `tokens` with partial hash hits
+    (`fine`), else rounded down to the scheduler block."""
+    return arith.ite(fine, tokens, arith.round_down(tokens, scheduler_block))
+
+
+def hashed_tokens(tokens, lookahead, hash_block):
+    """The tokens a request of `tokens` tokens has block hashes for: whole hash blocks, each with
+    the hash lookahead past it."""
+    return arith.round_down(tokens - lookahead, hash_block)
+
+
+@dataclass(frozen=True)
+class Hashing:
+    """What decides how far one bucket's blocks are hashed; every field an int or a Z3 term."""
+
+    fine: object  # the coordinator's partial hash hits
+    scheduler_block: object  # S
+    use_eagle: object  # the bucket drops the EAGLE block
+    reprefillable: object  # tokens a multi-module MTP may prefill again
+    span: object  # the bucket's block
+
+    def cacheable(self, tokens):
+        """`get_num_cacheable_tokens`: how far the bucket hashes once `tokens` are computed (an EAGLE
+        bucket one block beyond the aligned end of what no MTP prefills again)."""
+        cached = aligned_tokens(tokens, self.fine, self.scheduler_block)
+        finalized = arith.maximum(0, tokens - self.reprefillable)
+        eagle = arith.minimum(finalized, aligned_tokens(finalized, self.fine, self.scheduler_block) + self.span)
+        return arith.ite(arith.all_of(self.use_eagle, cached > 0), eagle, cached)
+
+    def horizon(self, chunk_end, tokens, hashes):
+        """Blocks of the bucket with an index below this are hashed by the call made once a chunk
+        ends at `chunk_end` (of a request of `tokens` tokens with `hashes` tokens hashed)."""
+        return arith.floordiv(arith.minimum(self.cacheable(arith.minimum(chunk_end, tokens)), hashes), self.span)
+
+
+@dataclass(frozen=True)
+class KeyedBlock:
+    """The recurrent block a chunk ending at `end` leaves its state in (column cdiv(end, R) - 1), as
+    the call after that chunk and the call after the next one hash it."""
+
+    column: object
+    key: object  # the tokens its hash stands for: the block's end
+    in_own_call: object  # hashed by the call after the chunk that wrote it
+    in_next_call: object  # hashed by the call after the next chunk
+    held: object  # the tokens of the state the block holds when it is hashed
+
+    @property
+    def keyed(self):
+        return arith.any_of(self.in_own_call, self.in_next_call)
+
+
+def keyed_block(hashing: Hashing, end, following, tokens, own_hashes, following_hashes) -> KeyedBlock:
+    """How a recurrent block is keyed: vLLM 0.33.0 hashes a state block as a full block by its
+    column, keyed at the block's end, while it is the running or the previous state and the hashing
+    horizon passes it. A block the next chunk (ending at `following`; the chunk's own end for the
+    last) advances in place holds that chunk's state when hashed; one it leaves behind holds this
+    chunk's, wherever the block ends."""
+    r = hashing.span
+    column = state_column(end, r)
+    own = hashing.horizon(end, tokens, own_hashes) > column
+    later = hashing.horizon(following, tokens, following_hashes) > column
+    advanced = state_column(following, r) == column
+    held = arith.ite(own, end, arith.ite(advanced, following, end))
+    return KeyedBlock(column, arith.multiple(column + 1, r), own, later, held)
 
 
 @dataclass(frozen=True)
@@ -78,15 +149,14 @@ class CacheLayout:
 
     def aligned(self, tokens: int) -> int:
         """`_align_cacheable`: the prefix a later hit could match."""
-        return tokens if self.fine else tokens // self.scheduler_block * self.scheduler_block
+        return aligned_tokens(tokens, self.fine, self.scheduler_block)
+
+    def hashing(self, bucket: Bucket) -> Hashing:
+        return Hashing(self.fine, self.scheduler_block, bucket.use_eagle, self.reprefillable, bucket.span)
 
     def cacheable(self, bucket: Bucket, tokens: int) -> int:
         """`get_num_cacheable_tokens`: how far a group hashes once `tokens` are computed."""
-        cached = self.aligned(tokens)
-        if bucket.use_eagle and cached > 0:
-            finalized = max(0, tokens - self.reprefillable)
-            return min(finalized, self.aligned(finalized) + bucket.span)
-        return cached
+        return self.hashing(bucket).cacheable(tokens)
 
 
 def layout(p: Plan) -> CacheLayout:
@@ -247,7 +317,7 @@ def has_drafter(p: Plan) -> bool:
 
 def _hashed(cache: CacheLayout, tokens: int) -> int:
     """The tokens a request of `tokens` tokens has hashes for: whole hash blocks, each with its lookahead."""
-    return (tokens - cache.lookahead) // cache.hash_block * cache.hash_block
+    return hashed_tokens(tokens, cache.lookahead, cache.hash_block)
 
 
 def _attention_keys(cache: CacheLayout, bucket: Bucket, prompt: int, tokens: int, hashed: int, last_end: int):
@@ -268,9 +338,11 @@ def _recurrent_keys(p: Plan, cache: CacheLayout, bucket: Bucket, trace: Trace, p
     last_end = max((c.end for c in trace.chunks), default=0)
     every, boundaries = retained(cache, r, prompt)
 
+    hashing = cache.hashing(bucket)
+
     def horizon(chunk_end: int, hashes: int = hashed) -> int:
         """Blocks below this index are hashed once a chunk ends at `chunk_end`."""
-        return min(cache.cacheable(bucket, min(chunk_end, tokens)), hashes) // r
+        return hashing.horizon(chunk_end, tokens, hashes)
 
     def checkpoint(c: Chunk) -> int | None:
         """The internal prefill checkpoint the chunk reserves (`_needs_internal_checkpoint`): under
@@ -281,28 +353,25 @@ def _recurrent_keys(p: Plan, cache: CacheLayout, bucket: Bucket, trace: Trace, p
         valid = checkpoint_valid(c.start, c.end, cp, h, r, cache.checkpoint_alignment)
         return cp if valid and -(-c.end // r) - 2 >= 0 else None
 
-    def keyed_block(c: Chunk, next_end) -> tuple[int, int] | None:
-        """The block a chunk leaves its state in (column cdiv(end, R) - 1) is hashed as a full
-        block, keyed at the block's end, while it is the running state or the one before it and
-        the hashing horizon passes it; then (key, the state the block holds when hashed). A block
-        the next chunk advances in place holds that chunk's state; one it leaves behind holds this
-        chunk's, wherever the block ends."""
-        column = -(-c.end // r) - 1
-        key = (column + 1) * r
-        if horizon(c.end) > column:
-            return key, c.end
-        # The last chunk's horizon grows once more when its sampled token is hashed.
+    blocks: dict[tuple[int, int], tuple[int, int] | None] = {}
+
+    def keyed_block_of(c: Chunk, next_end) -> tuple[int, int] | None:
+        """(key, the state the block holds when hashed) of the block the chunk leaves its state in,
+        if it is hashed (`keyed_block`); the last chunk's block once more when its sampled token is
+        hashed. Asked twice per chunk (its key, whether it is stale), answered once."""
         following = c.end if next_end is None else next_end
-        if horizon(following, final_hashed if following == last_end else hashed) > column:
-            return key, following if -(-following // r) - 1 == column else c.end
-        return None
+        if (c.end, following) not in blocks:
+            hashes = final_hashed if following == last_end else hashed
+            block = keyed_block(hashing, c.end, following, tokens, hashed, hashes)
+            blocks[c.end, following] = (block.key, block.held) if block.keyed else None
+        return blocks[c.end, following]
 
     def full_state(c: Chunk, next_end) -> int | None:
-        keyed = keyed_block(c, next_end)
+        keyed = keyed_block_of(c, next_end)
         return None if keyed is None else keyed[0]
 
     def stale_state(c: Chunk, next_end) -> int | None:
-        keyed = keyed_block(c, next_end)
+        keyed = keyed_block_of(c, next_end)
         return None if keyed is None or keyed[0] == keyed[1] else keyed[0]
 
     full = keep_retained(trace.chunk_positions(full_state), every, boundaries)
@@ -325,7 +394,9 @@ def _recurrent_keys(p: Plan, cache: CacheLayout, bucket: Bucket, trace: Trace, p
         return cp if horizon(c.start) <= column < top else None
 
     offered_checkpoints = trace.chunk_positions(offered_checkpoint)
-    offered_checkpoints = offered_checkpoints.among(kept_checkpoints)
+    offered_checkpoints = keep_retained(offered_checkpoints.multiples_of(r), every, set()).union(
+        offered_checkpoints.among([prompt_checkpoint])
+    )
     # The state at the prompt's tail is handed over with the call that keys it, when its block ends
     # there (a block the call hashes), else once the next step copies it (allocate_new_blocks).
     offered_tail = [t for t in tail if t % r == 0 or t < last_end]
