@@ -85,7 +85,7 @@ def render_text(r: dict, explain: bool = True) -> str:
     else:
         lines.append("  (--explain: how this was reached; --json: all of it)")
     if r["ok"]:
-        lines.append(f"OK (exit 0), {r['seconds']:.2f} s")
+        lines.append("OK (exit 0)")
     else:
         lines += [f"NOT OK (exit 1): {why}" for why in r["why"]]
     return "\n".join(lines)
