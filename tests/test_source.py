@@ -225,7 +225,7 @@ def test_the_state_columns_run_concretely_as_the_worker_computes_them(shipped):
     assert fresh == (0, 2, 0, -1, -1, 0)  # fresh: nothing to read, the accepted count kept
     assert placed == (1, 2, 0, -1, -1, 0)  # already in place
     assert _columns(shipped, (5, 2, 2, 0, False), fused=True)[0] == (1, 2, 0, -1, 1, 0)  # the fused destination
-    assert shipped.seeded_state_column(5, 4, 2) == 1 and shipped.seeded_state_column(0, 4, 2) == -1
+    assert shipped.seeded_state_column(5, 4, 2) == (1, 1) and shipped.seeded_state_column(0, 4, 2) == (-1, 1)
     # The V2 step kernel, run as Python: from column 1 to cdiv(5 + 8, 4) - 1 = 3 with a bias of 0,
     # the accepted count reset; a fresh one from -1, its count kept.
     assert shipped.advanced_state_column(5, 8, 4, 1, 1, 7) == (1, 3, 0, 1)
@@ -318,7 +318,8 @@ def test_an_earlier_release_seeds_the_column_in_attention_blocks():
     assert verdict.verdict == REFUTED
     x = verdict.counterexample
     assert x["block"] < x["cadence"]
-    assert functions.seeded_state_column(x["computed"], x["cadence"], x["block"]) == (x["computed"] - 1) // x["block"]
+    seeded, _ = functions.seeded_state_column(x["computed"], x["cadence"], x["block"])
+    assert seeded == (x["computed"] - 1) // x["block"]
 
 
 def _assert_block_size_refuted_on_a_replayed_input(functions: ShippedFunctions) -> None:

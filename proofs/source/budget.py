@@ -32,7 +32,7 @@ from proofs import interrupts
 from proofs.watchdog import WATCHDOG
 
 CHECK_SECONDS = 20.0  # one Z3 check
-FUNCTION_SECONDS = 180.0  # one function's exploration and decision, or one theorem's
+FUNCTION_SECONDS = 120.0  # one function's exploration and decision, or the split theorems' together
 ALARM_GRACE_SECONDS = 5.0  # past the deadline, before the alarm stops a loop that never polls
 
 

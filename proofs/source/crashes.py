@@ -50,7 +50,10 @@ def sites(
         if path is None:
             result.append(Site(file, line, kind, evaluated.get((file, line), 0), PROVED))
             continue
-        values = _solve(path, hypotheses, inputs, variables)
+        try:
+            values = _solve(path, hypotheses, inputs, variables)
+        except budget.OutOfTime:  # the site is undecided, not the run stopped
+            values = None
         if values is not None and replay_raises(values):
             result.append(Site(file, line, kind, evaluated.get((file, line), 0), REFUTED, values))
         else:

@@ -20,9 +20,13 @@ from models import arith
 from proofs import interrupts
 from proofs.solver import ERROR, PROVED, QUERY_PARAMETERS, REFUTED, UNKNOWN, Kind, replay, symbolic_inputs
 from proofs.source import budget, reading, search
+from proofs.source.cases import split_cases
 from proofs.source.equivalence import Subject, exploring_under
 
 PATH_RLIMIT = 2_000_000
+WITNESS_FIRST_RLIMIT = 500_000
+PROBE_SECONDS = 4.0  # replaying inputs of one undecided path
+CASES_PROBED = 24  # cases of an undecided path whose inputs are replayed
 
 
 @dataclass
@@ -111,8 +115,34 @@ def _decide(subject: Subject, left, right, rlimit: int, found: dict) -> Verdict:
         found["regions"] = pending.values()
         extra = {k: found[k] for k in ("exploration", "hypotheses", "inputs")}
         undecided = []
+        violated = search.replayer(subject.formula(left, right), subject.variant)
         for i, path in enumerate(returned):
-            answer = _check_path(context, x, subject, path, shipped.value, other, domain, rlimit, same)
+
+            def probe(region=pending[i], path=path):
+                """A few inputs of the path, replayed, before the costlier attempts:
+                a difference Z3 cannot find within its budget is often at hand there.
+                Then of each case of its merged value (the stop it ends at, ...)."""
+                definitions = context.witness_definitions
+                try:
+                    with budget.function_budget(PROBE_SECONDS):
+                        found = search.in_region(region, definitions, x, subject.variables, violated)
+                        value = shipped.value(path.value)
+                        if found is not None or not isinstance(value, z3.ArithRef):
+                            return found
+                        for case in split_cases([path], lambda _: value, [*definitions, *domain])[:CASES_PROBED]:
+                            region = z3.And(*domain, case.formula)
+                            found = search.in_region(region, definitions, x, subject.variables, violated, 3)
+                            if found is not None:
+                                return found
+                except budget.OutOfTime:
+                    budget.poll()  # the function's own budget, if that is what ran out
+                return None
+
+            answer = _check_path(context, x, subject, path, shipped.value, other, domain, rlimit, same, probe)
+            if isinstance(answer, dict):
+                difference = subject.difference(left, right, answer)
+                reason = "found by replaying inputs of a path the solver left undecided"
+                return Verdict(REFUTED, len(returned), counterexample=answer, values=difference, reason=reason, **extra)
             if answer is None:
                 undecided.append(i)
                 continue
@@ -168,8 +198,9 @@ def _attempts(context, extra=(), read=()):
     return (context.definitions_of(context.owners_read([*read, *extra])) + extra, *attempts)
 
 
-def _check_path(context, x, subject, path, value, other, domain, rlimit, same=()):
-    """`same`: pairs (witness, the one it equals) to substitute (`alike`)."""
+def _check_path(context, x, subject, path, value, other, domain, rlimit, same=(), probe=None):
+    """`same`: pairs (witness, the one it equals) to substitute (`alike`);
+    `probe`: see `_check`."""
     shipped = _substituted(value(path.value), same)
     other = _substituted(other, same)
     condition = _substituted(path.formula, same)
@@ -177,7 +208,7 @@ def _check_path(context, x, subject, path, value, other, domain, rlimit, same=()
     facts = z3.And(*domain, condition)
     extra = subject.lemmas(context, x, facts, shipped, other) if subject.lemmas is not None else ()
     attempts = _attempts(context, extra, read=[facts, goal])
-    return _check(attempts, [*domain, condition], goal, _flags(x, subject), rlimit, case_split=True)
+    return _check(attempts, [*domain, condition], goal, _flags(x, subject), rlimit, case_split=True, probe=probe)
 
 
 def _substituted(value, pairs):
@@ -242,20 +273,32 @@ def _first_decided(attempts, facts, goal):
     return None
 
 
-def _check(attempts, facts, goal, flags, rlimit, case_split=False, direct=True):
-    """unsat, a model, or None (undecided). Each set of definitions in turn;
-    then, if `case_split`, with the first set, case by case over the Bool
-    inputs (a fixed flag erases the merged branches it guards): the split's
-    two paths with EAGLE drop and an internal checkpoint are decided so, and
-    stay unknown without it. Facts are asserted, not passed as assumptions:
-    Z3 preprocesses assertions only, and as assumptions most of the split's
-    paths went undecided. `direct=False` goes to the case split at once."""
-    answer = _first_decided(((d, rlimit) for d in attempts), facts, goal) if direct else None
-    if answer is not None or not case_split:
-        return answer
+def _check(attempts, facts, goal, flags, rlimit, case_split=False, direct=True, probe=None):
+    """unsat, a model, or None (undecided); or what `probe()` found (a
+    replayed counterexample) when nothing else decides. Each set of
+    definitions in turn (the witness definitions alone first, at a small
+    budget: they decide most paths fastest); then, if `case_split`, with the
+    first set, case by case over the Bool inputs (a fixed flag erases the
+    merged branches it guards): the split's two paths with EAGLE drop and an
+    internal checkpoint are decided so, and stay unknown without it. Facts
+    are asserted, not passed as assumptions: Z3 preprocesses assertions
+    only, and as assumptions most of the split's paths went undecided.
+    `direct=False` goes to the case split at once."""
+    answer = None
+    if direct:
+        first = [(attempts[-1], WITNESS_FIRST_RLIMIT)] if WITNESS_FIRST_RLIMIT else []
+        answer = _first_decided([*first, *((d, rlimit) for d in attempts)], facts, goal)
+    if answer is None and case_split:
+        answer = _case_split(attempts[0], facts, goal, flags, rlimit)
+    if answer is None and probe is not None:
+        return probe()
+    return answer
+
+
+def _case_split(definitions, facts, goal, flags, rlimit):
     for values in itertools.product((False, True), repeat=len(flags)):
         substitution = list(zip(flags, map(z3.BoolVal, values), strict=True))
-        solver = _solver(attempts[0], rlimit)
+        solver = _solver(definitions, rlimit)
         solver.add(*(f if value else z3.Not(f) for f, value in zip(flags, values, strict=True)))
         solver.add(*(z3.simplify(z3.substitute(t, *substitution)) for t in (*facts, goal)))
         answer = budget.check(solver)

@@ -308,7 +308,8 @@ ALL_SUBJECTS = (
         "seeded_state_column",
         (*ints("computed"), *ints("cadence", "block", size=True)),
         _seeded_domain,
-        lambda v, x: prefill.initial_state_column(v, x["computed"], x["cadence"]),
+        # the column, and the speculative acceptance count reset to 1 in the slot
+        lambda v, x: (prefill.initial_state_column(v, x["computed"], x["cadence"]), 1),
         lambda f, x: f.seeded_state_column(x["computed"], x["cadence"], x["block"]),
         scope="one request slot",
     ),

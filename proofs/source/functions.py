@@ -7,7 +7,10 @@ code reads, so a theorem or an equivalence reads either one the same way.
 
 from __future__ import annotations
 
+import functools
 import inspect
+import math
+import operator
 
 from models.arith import is_symbolic
 from models.config import ConfigInputs
@@ -46,6 +49,7 @@ class ShippedFunctions:
         loader.stand_ins.update(platform.STATIC)
         loader.stand_ins.update(resume.STAND_INS)
         loader.stand_ins.update(groups.STAND_INS)
+        loader.stand_ins.update(PURE)
         self._loaded: dict[str, LoadedFunction] = {}
 
     def loaded(self, name: str) -> LoadedFunction:
@@ -164,14 +168,17 @@ class ShippedFunctions:
 
     def seeded_state_column(self, computed, cadence, block):
         """`MambaHybridModelState.add_request` in align mode: the column it
-        seeds a request added at `computed` with."""
+        seeds a request added at `computed` with, and the accepted-token count
+        it resets in the request's slot."""
 
         def run(f):
             arguments, seeded = resume.add_request_call(*_proxies(computed, cadence, block))
             f(*arguments)
             return seeded()
 
-        return self._call("seeded_state_column", _symbolic(computed, cadence, block), run)
+        return self._call(
+            "seeded_state_column", _symbolic(computed, cadence, block), run, value=lambda v: tuple(term(x) for x in v)
+        )
 
     def advanced_state_column(self, computed, scheduled, cadence, previous, accepted, batch_offset):
         """`preprocess_mamba_align_fused_kernel`, the V2 worker's step, for a
@@ -293,6 +300,18 @@ def _proxies(*values):
 
     return tuple(wrap(v) for v in values)
 
+
+# Pure functions of the standard library a rewrite may call, bound as
+# themselves: they compute with the proxies' own operators.
+PURE = {
+    "functools.reduce": functools.reduce,
+    "math.prod": math.prod,
+    "operator.add": operator.add,
+    "operator.mul": operator.mul,
+    "operator.floordiv": operator.floordiv,
+    "operator.mod": operator.mod,
+    "typing.cast": lambda _type, value: value,
+}
 
 # name -> (module, qualified name) in vLLM's source
 TARGETS = {

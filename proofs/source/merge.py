@@ -107,17 +107,29 @@ def _truth(value):
 
 
 class Guarded:
-    """The elements of a filtered generator whose filter is symbolic: each
-    value with the condition it is present under. Only `min` and `max`
-    read it; anything else refuses."""
+    """The elements of a filtered generator or list whose filter is
+    symbolic: each value with the condition it is present under. `min` and
+    `max` read it whole (an if-then-else term); its truth (any element
+    present) is one branch; iterating it, as Python would, branches on each
+    element's presence in turn."""
 
     def __init__(self, items: list[tuple[object, object]]) -> None:
         self.items = items  # (condition: bool | SymBool, value)
 
     def __iter__(self):
-        from proofs.source.proxy import Unsupported
+        for condition, value in self.items:
+            if condition is True or paths.decide(condition.term):
+                yield value
 
-        raise Unsupported("a generator filtered on a symbolic condition, iterated other than by min or max")
+    def __bool__(self):
+        conditions = [z3.BoolVal(True) if c is True else c.term for c, _ in self.items]
+        return bool(conditions) and paths.decide(z3.Or(*conditions))
+
+    def __len__(self):
+        return sum(1 for _ in self)
+
+    def __getitem__(self, index):
+        return list(self)[index]
 
 
 def filtered(iterable, keep, element):
@@ -180,7 +192,33 @@ def extreme_of_guarded(guarded: Guarded, pick_smaller: bool, default: object, ha
 class Rewriter(ast.NodeTransformer):
     """Ternaries, `and`/`or`, `not`, chained comparisons and filtered
     generators as calls of this module's helpers (bound as `__merge__`).
-    Expressions holding `:=`, `yield` or `await` are left as written."""
+    Expressions holding `:=`, `yield` or `await` are left as written.
+
+    An `if` statement in a loop that only assigns local names already bound
+    (a running minimum, `for s in stops: if s < end: end = s`) is merged too:
+    its test is evaluated once, then each name takes the merged value of
+    both sides (`n = ite(test, new, n)`; with an else that assigns the same
+    one name, `n = ite(test, a, b)`). Only assignments whose values call
+    nothing but min and max: a call may have effects, which a merged side
+    would have even when the test is false. Outside loops a statement still
+    forks: a loop's forks multiply (four stops, sixteen times the paths),
+    while at the top level the paths stay few and each one's value plain."""
+
+    def __init__(self, bound: dict[str, int] | None = None) -> None:
+        super().__init__()
+        self.bound = bound or {}  # name -> the first line binding it (0: an argument)
+        self.merged_ifs = 0
+        self.loops = 0  # how deep in loops the visit is
+
+    def _in_loop(self, node):
+        self.loops += 1
+        try:
+            self.generic_visit(node)
+        finally:
+            self.loops -= 1
+        return node
+
+    visit_For = visit_While = _in_loop
 
     def _call(self, helper: str, *args: ast.expr) -> ast.Call:
         return ast.Call(
@@ -231,7 +269,10 @@ class Rewriter(ast.NodeTransformer):
             result = self._call("both", self._thunk(part), self._thunk(result))
         return result
 
-    def visit_GeneratorExp(self, node: ast.GeneratorExp):
+    def visit_ListComp(self, node: ast.ListComp):
+        return self.visit_GeneratorExp(node)
+
+    def visit_GeneratorExp(self, node: ast.GeneratorExp | ast.ListComp):
         self.generic_visit(node)
         if len(node.generators) != 1 or _unsafe(node):
             return node
@@ -243,6 +284,45 @@ class Rewriter(ast.NodeTransformer):
         for extra in generator.ifs[1:]:
             condition = ast.BoolOp(op=ast.And(), values=[condition, extra])
         return self._call("filtered", generator.iter, _function_of(name, condition), _function_of(name, node.elt))
+
+    def visit_If(self, node: ast.If):
+        mergeable = self.loops > 0 and self._mergeable(node)  # read as written, before its rewrite
+        self.generic_visit(node)
+        merged = self._merged_if(node) if mergeable else None
+        return node if merged is None else merged
+
+    def _mergeable(self, node: ast.If) -> bool:
+        body = [s for s in node.body if not isinstance(s, ast.Pass)]
+        orelse = [s for s in node.orelse if not isinstance(s, ast.Pass)]
+        if not body or not all(self._simple(s, node.lineno) for s in (*body, *orelse)):
+            return False
+        return not orelse or (len(body) == 1 and len(orelse) == 1 and _target(body[0]) == _target(orelse[0]))
+
+    def _merged_if(self, node: ast.If) -> list[ast.stmt]:
+        body = [s for s in node.body if not isinstance(s, ast.Pass)]
+        orelse = [s for s in node.orelse if not isinstance(s, ast.Pass)]
+        self.merged_ifs += 1
+        test = f"__merge_test_{node.lineno}_{self.merged_ifs}"
+        out: list[ast.stmt] = [ast.Assign(targets=[ast.Name(test, ast.Store())], value=node.test, lineno=node.lineno)]
+        for statement in body:
+            name = _target(statement)
+            otherwise = _value(orelse[0]) if orelse else ast.Name(name, ast.Load())
+            call = self._call("ite", ast.Name(test, ast.Load()), self._thunk(_value(statement)), self._thunk(otherwise))
+            out.append(ast.Assign(targets=[ast.Name(name, ast.Store())], value=call, lineno=statement.lineno))
+        return [ast.copy_location(s, node) for s in out]
+
+    def _simple(self, statement: ast.stmt, line: int) -> bool:
+        name = _target(statement)
+        if name is None or self.bound.get(name, line) >= line:
+            return False
+        value = _value(statement)
+        for inner in ast.walk(value):
+            if isinstance(inner, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await, ast.Lambda)):
+                return False
+            pure = isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id in ("min", "max")
+            if isinstance(inner, ast.Call) and not pure:
+                return False
+        return True
 
 
 def _function_of(name: str, body: ast.expr) -> ast.Lambda:
@@ -256,6 +336,37 @@ def _unsafe(node: ast.AST) -> bool:
     return any(isinstance(n, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await)) for n in ast.walk(node))
 
 
+def _target(statement: ast.stmt) -> str | None:
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+        return statement.targets[0].id
+    if isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name):
+        return statement.target.id
+    return None
+
+
+def _value(statement: ast.stmt) -> ast.expr:
+    if isinstance(statement, ast.AugAssign):
+        return ast.BinOp(left=ast.Name(statement.target.id, ast.Load()), op=statement.op, right=statement.value)
+    return statement.value
+
+
+def _bound_lines(node: ast.FunctionDef) -> dict[str, int]:
+    """Each local name with the first line that binds it; arguments at 0."""
+    bound: dict[str, int] = {}
+    arguments = node.args
+    for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]:
+        if arg is not None:
+            bound[arg.arg] = 0
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store):
+            bound[inner.id] = min(bound.get(inner.id, inner.lineno), inner.lineno)
+        elif isinstance(inner, (ast.For, ast.comprehension)):
+            for target in ast.walk(inner.target):
+                if isinstance(target, ast.Name):
+                    bound[target.id] = min(bound.get(target.id, target.lineno), target.lineno)
+    return bound
+
+
 def rewrite(node: ast.FunctionDef) -> ast.FunctionDef:
-    node = Rewriter().visit(node)
+    node = Rewriter(_bound_lines(node)).visit(node)
     return ast.fix_missing_locations(node)

@@ -26,6 +26,7 @@ CHECK_RLIMIT = 2_000_000  # per feasibility check
 # per pruned check: small queries; a larger budget let one nonlinear check
 # of the page assert run for minutes (Z3 checks the limit coarsely there)
 PRUNED_RLIMIT = 200_000
+BARE_RLIMIT = 50_000  # the check without definitions that goes first
 MAX_PATHS = 20_000
 
 _oracle: contextvars.ContextVar[_Oracle | None] = contextvars.ContextVar("gridproof_path_oracle", default=None)
@@ -133,6 +134,8 @@ class _Feasibility:
         simplified = z3.simplify(condition)
         if z3.is_false(simplified):
             return z3.unsat
+        if self._contradicts(path, condition):
+            return z3.unsat
         if self.lemmas is not None:
             return self._pruned(path, condition)
         definitions = self.context.witness_definitions
@@ -142,6 +145,16 @@ class _Feasibility:
         self.solver.set("rlimit", CHECK_RLIMIT)
         self.checks += 1
         return budget.check(self.solver, *(self.literal(c) for c in path), self.literal(condition))
+
+    def _contradicts(self, path: list[z3.BoolRef], condition: z3.BoolRef) -> bool:
+        """Whether the condition contradicts the domain and the path with no
+        witness definition at all (a divisor's zero test where the domain
+        makes it positive): unsat with fewer facts is unsat with all, and a
+        check over every nonlinear definition once ran out of budget there."""
+        solver = z3.SimpleSolver()
+        solver.set("rlimit", BARE_RLIMIT)
+        solver.add(*self.assumptions, *path, condition)
+        return budget.check(solver) == z3.unsat
 
     def _pruned(self, path: list[z3.BoolRef], condition: z3.BoolRef) -> z3.CheckSatResult:
         owners = self.context.owners_read([*path, condition])

@@ -44,6 +44,8 @@ def canonical_lcm(*terms):
     folding lcm(1, a), then b, then c are one term). The terms keep their
     order: the lemmas that meet two readings' lcms compare them argument by
     argument. Exact for the positive terms arith's lcm is defined on."""
+    if not any(isinstance(t, z3.ExprRef) for t in terms):
+        return math.lcm(*terms)  # read on ints: a replay
     context = arith._context()
     made = context.__dict__.setdefault("_source_lcm_terms", {})  # lcm term id -> (the term, its terms)
     flat: dict[int, z3.ArithRef] = {}

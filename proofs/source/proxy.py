@@ -69,6 +69,25 @@ def _negated(divisor: z3.ArithRef) -> z3.ArithRef | None:
     return None
 
 
+def _size(t: z3.ExprRef) -> int:
+    return 1 + sum(_size(c) for c in t.children())
+
+
+def _ceiling_of(dividend: z3.ArithRef, divisor: z3.ArithRef) -> z3.ArithRef | None:
+    """x when the dividend is visibly x + divisor - 1 (what is left without
+    `divisor - 1` is a smaller term), else None."""
+    whole = z3.simplify(dividend)
+    base = z3.simplify(dividend - divisor + 1)
+    return base if _size(base) < _size(whole) else None
+
+
+def _positive(divisor: z3.ArithRef) -> bool:
+    """Whether the divisor is positive on this path (a fork if that is open)."""
+    if z3.is_int_value(divisor):
+        return divisor.as_long() > 0
+    return paths.decide(divisor > 0, kind="division")
+
+
 class _Opaque:
     """A value the executor does not model (a true division's float): it may
     be passed along (to a logger) but not computed with or branched on."""
@@ -136,6 +155,11 @@ class SymInt:
             # division however it is written (vLLM's cdiv divides by -d,
             # arith's by d), so readings of one formula share their quotients.
             result = arith.floordiv(-dividend, negated) if part == "q" else -arith.mod(-dividend, negated)
+        elif part == "q" and (base := _ceiling_of(dividend, divisor)) is not None and _positive(divisor):
+            # (x + d - 1) // d == -(-x // d) for d > 0: a rounding up
+            # written as vLLM's round_up (or a cdiv so rewritten) has the
+            # witness cdiv's has, -x // d.
+            result = -arith.floordiv(-base, divisor)
         else:
             result = arith.floordiv(dividend, divisor) if part == "q" else arith.mod(dividend, divisor)
         del obligations[owed:]

@@ -10,7 +10,7 @@ import time
 from models.variants import BASELINE, Variant
 from proofs import interrupts
 from proofs.solver import PROVED, REFUTED
-from proofs.source import crashes
+from proofs.source import budget, crashes
 from proofs.source import theorems as split_theorems
 from proofs.source.decide import equivalence
 from proofs.source.equivalence import FUNCTIONS, every_subject, subjects
@@ -18,6 +18,7 @@ from proofs.source.functions import TARGETS, ShippedFunctions
 from proofs.source.loader import Loader, VllmSource
 
 ABSENT = "ABSENT"
+CRASH_SECONDS = 30.0  # a function's crash sites, after its equivalence
 DEFAULT_FUNCTIONS = tuple(subjects(BASELINE))  # 0.33.0's; a variant adds its own (subjects(variant))
 __all__ = ["ABSENT", "DEFAULT_FUNCTIONS", "FUNCTIONS", "check", "diff", "render_text"]
 
@@ -64,14 +65,15 @@ def check(source: VllmSource, names=None, progress=True, theorems=True, variant:
             declared = [site for f in _with_helpers(loaded) for site in f.crash_sites]
             if subject.raises_are_results:
                 declared = [site for site in declared if site[2] != "raise"]
-            sites = crashes.sites(
-                verdict.exploration,
-                declared,
-                verdict.hypotheses,
-                verdict.inputs,
-                subject.variables,
-                _raises(subject, functions),
-            )
+            with budget.function_budget(CRASH_SECONDS):
+                sites = crashes.sites(
+                    verdict.exploration,
+                    declared,
+                    verdict.hypotheses,
+                    verdict.inputs,
+                    subject.variables,
+                    _raises(subject, functions),
+                )
             entry["crash_sites"] = [
                 {
                     "file": s.file,

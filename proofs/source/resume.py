@@ -339,6 +339,7 @@ class _Tensor:
 
 
 SLOT = 0  # the request's slot in the V2 worker's per-request tensors
+NOT_RESET = -2  # the accepted count observed when add_request leaves it as it was
 
 
 def add_request_call(computed, cadence, block):
@@ -349,9 +350,10 @@ def add_request_call(computed, cadence, block):
     parent_calls = []
     _parent.set(StandIn("the parent model state", add_request=lambda *args: parent_calls.append(args)))
     state_columns = _Tensor()
+    accepted = _Tensor()
     model_state = StandIn(
         "the hybrid model state",
-        num_accepted_tokens_gpu=_Tensor(),
+        num_accepted_tokens_gpu=accepted,
         _align_mode=True,
         cache_config=StandIn("the cache config", mamba_block_size=cadence, block_size=block),
         _mamba_state_idx_gpu=state_columns,
@@ -359,11 +361,12 @@ def add_request_call(computed, cadence, block):
     data = StandIn("the new request's data", num_computed_tokens=computed)
 
     def seeded():
+        """(the seeded state column, the accepted count it resets; -2 if none)."""
         if len(parent_calls) != 1:
             raise Unsupported(f"add_request called its parent {len(parent_calls)} times")
         if SLOT not in state_columns.filled:
             raise Unsupported("add_request seeded no state column")
-        return state_columns.filled[SLOT]
+        return state_columns.filled[SLOT], accepted.filled.get(SLOT, NOT_RESET)
 
     return (model_state, SLOT, data), seeded
 

@@ -129,6 +129,16 @@ def search(
     return None
 
 
+QUICK_MODELS = 8
+
+
+def in_region(region, definitions, inputs, variables, violated, models: int = QUICK_MODELS, seed: int = 0):
+    """A few inputs of `region` (an undecided path's condition with the
+    domain), replayed: the first that `violated` replays, or None."""
+    rng = random.Random(seed)
+    return _in_region(region, definitions, inputs, variables, violated, rng, edge_sizes(), models)
+
+
 def _admitted(domain, values: dict) -> bool:
     try:
         return all(bool(h) for h in domain(values).values())
@@ -136,17 +146,26 @@ def _admitted(domain, values: dict) -> bool:
         return False
 
 
-def _in_region(region, definitions, inputs, variables, violated, rng, sizes) -> dict | None:
-    """Inputs of `region` from Z3, some pinned to edge values; each replayed."""
+def _in_region(region, definitions, inputs, variables, violated, rng, sizes, models=MODELS_PER_REGION) -> dict | None:
+    """Inputs of `region` from Z3, each replayed: the first as Z3 chooses;
+    then with the sizes pinned to distinct values (two sizes the code
+    confuses, a block and a hash block, differ there), alternately small
+    and from the edges; then a few inputs pinned to edge values. A pinning
+    the region excludes is dropped for the next."""
     solver = z3.SimpleSolver()
     solver.set("rlimit", REGION_RLIMIT)
     solver.add(*definitions, region)
     names = [v for v in variables if v.name in inputs]
+    size_names = [v for v in names if v.size]
     seen: set[tuple] = set()
-    for attempt in range(MODELS_PER_REGION):
+    for attempt in range(models):
         budget.poll()
         pins = []
-        if attempt:  # the first: Z3's own choice; then edges pinned
+        if attempt % 3 == 1 and size_names:
+            pool = list(range(2, 2 + 2 * len(size_names))) if attempt % 2 else list(sizes)
+            chosen = rng.sample(pool, k=min(len(pool), len(size_names)))
+            pins = [inputs[v.name] == value for v, value in zip(size_names, chosen, strict=False)]
+        elif attempt:
             for v in rng.sample(names, k=min(len(names), rng.randint(1, 4))):
                 pins.append(inputs[v.name] == _value(rng, v, sizes, {}))
         answer = budget.check(solver, *pins)

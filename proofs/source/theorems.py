@@ -54,11 +54,15 @@ ADMISSION_RLIMIT = 500_000
 
 
 def prove_all(names, functions, rlimit: int = PATH_RLIMIT, progress=None) -> dict[str, Verdict]:
-    """Each named theorem on `functions`' shipped split, from one exploration."""
+    """Each named theorem on `functions`' shipped split, from one exploration,
+    all within one function's wall-clock budget (proofs/source/budget.py);
+    a theorem left UNKNOWN, by the solver or by the budget, is searched
+    concretely first (one search budget shared by them all)."""
     started = time.perf_counter()
     obligations = {name: _main(name) for name in names}
     variables = {v.name: v for o in obligations.values() for v in o.variables}
     x = symbolic_inputs(tuple(variables.values()), z3.main_ctx())  # where the symbolic executor builds its terms
+    verdicts: dict[str, Verdict] = {}
     with arith.symbolic_context() as context, reading.capture() as built:
         try:
             with budget.function_budget() as seconds:
@@ -68,37 +72,37 @@ def prove_all(names, functions, rlimit: int = PATH_RLIMIT, progress=None) -> dic
                 shipped = built[0]
                 base = [*context.witness_definitions, *(d for d in domain.values() if isinstance(d, z3.BoolRef))]
                 cases = split_cases(shipped.exploration.returned, lambda path: shipped.value(path.value), base)
-        except reading.UnknownReading as refusal:
-            return {name: Verdict(UNKNOWN, reason=f"the executor refused: {refusal}") for name in names}
-        except budget.OutOfTime:
-            reason = f"the budget of {seconds:g} s was spent exploring the shipped split"
-            return {name: _searched(obligations[name], functions, Verdict(UNKNOWN, reason=reason)) for name in names}
-        shared = time.perf_counter() - started
-        verdicts = {}
-        for name, obligation in obligations.items():
-            if progress:
-                progress(name)
-            began = time.perf_counter()
-            try:
-                with budget.function_budget() as seconds:
+                shared = time.perf_counter() - started
+                for name, obligation in obligations.items():
+                    if progress:
+                        progress(name)
+                    began = time.perf_counter()
                     if name in LEMMAS:
                         verdict = _prove_from_lemmas(
                             LEMMAS[name], obligation, functions, context, x, shipped, cases, rlimit
                         )
                     else:
                         verdict = _prove(obligation, functions, context, x, shipped, cases, rlimit)
-            except budget.OutOfTime:
-                paths = len(shipped.exploration.returned)
-                verdict = Verdict(UNKNOWN, paths, reason=f"the budget of {seconds:g} s per theorem was spent")
-            if verdict.verdict == UNKNOWN:
-                lemmas = [lemma_hypothesis(o.name) for o in LEMMAS.get(name, ())]
-                verdict = _searched(obligation, functions, verdict, lemmas)
-            verdict.seconds = time.perf_counter() - began + shared / len(names)
-            verdicts[name] = verdict
+                    verdict.seconds = time.perf_counter() - began + shared / len(names)
+                    verdicts[name] = verdict
+        except reading.UnknownReading as refusal:
+            return {name: Verdict(UNKNOWN, reason=f"the executor refused: {refusal}") for name in names}
+        except budget.OutOfTime:
+            paths = len(built[0].exploration.returned) if built else 0
+            for name in names:
+                if name not in verdicts:
+                    reason = f"the budget of {seconds:g} s for the split theorems was spent"
+                    verdicts[name] = Verdict(UNKNOWN, paths, reason=reason)
+    searching = time.monotonic() + search.SEARCH_SECONDS
+    for name, verdict in verdicts.items():
+        if verdict.verdict == UNKNOWN and "the executor refused" not in verdict.reason:
+            lemmas = [lemma_hypothesis(o.name) for o in LEMMAS.get(name, ())]
+            left = max(searching - time.monotonic(), 0.5)
+            verdicts[name] = _searched(obligations[name], functions, verdict, lemmas, left)
     return verdicts
 
 
-def _searched(obligation, functions, verdict: Verdict, lemmas=()) -> Verdict:
+def _searched(obligation, functions, verdict: Verdict, lemmas=(), seconds=search.SEARCH_SECONDS) -> Verdict:
     """The concrete search for the theorem's own statement (its lemmas
     dropped) with the shipped split run concretely, before an UNKNOWN."""
 
@@ -113,7 +117,7 @@ def _searched(obligation, functions, verdict: Verdict, lemmas=()) -> Verdict:
             return False
         return holds
 
-    values = search.search(obligation.variables, violated, domain=scheduler_domain)
+    values = search.search(obligation.variables, violated, domain=scheduler_domain, seconds=seconds)
     if values is None:
         verdict.reason += "; the concrete search found no counterexample"
         return verdict
