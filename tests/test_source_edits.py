@@ -18,7 +18,7 @@ from proofs.source.loader import Loader
 from proofs.source.search import SEARCH_SECONDS
 from tests.source_edits import EDITS, tree
 
-FUNCTION_SECONDS = 90.0  # each edit's function, as `source --budget 90` gives it
+FUNCTION_SECONDS = budget.FUNCTION_SECONDS  # the default `source --budget`
 # the budget, the concrete search after an UNKNOWN, the crash sites' budget, and loading
 WALL_SECONDS = FUNCTION_SECONDS + SEARCH_SECONDS + report.CRASH_SECONDS + 15
 
