@@ -206,7 +206,8 @@ def _check_path(context, x, subject, path, value, other, domain, rlimit, same=()
     condition = _substituted(path.formula, same)
     goal = z3.Not(_equal(shipped, other))
     facts = z3.And(*domain, condition)
-    extra = subject.lemmas(context, x, facts, shipped, other) if subject.lemmas is not None else ()
+    extra = list(subject.lemmas(context, x, facts, shipped, other)) if subject.lemmas is not None else []
+    extra += _lcm_divisibility(context)
     attempts = _attempts(context, extra, read=[facts, goal])
     return _check(attempts, [*domain, condition], goal, _flags(x, subject), rlimit, case_split=True, probe=probe)
 
@@ -307,6 +308,32 @@ def _case_split(definitions, facts, goal, flags, rlimit):
         if answer == z3.unknown:
             return None
     return z3.unsat
+
+
+def _lcm_divisibility(context: arith.SymbolicContext) -> list[z3.BoolRef]:
+    """For a quantity divided both by an lcm and by each of its terms: the
+    lcm divides it exactly when every term does (positive terms). arith's
+    lcm is any common multiple, so this fact of the true lcm is stated, as
+    the uniqueness lemmas are: a guard written against the lcm of the spans
+    and one written against each span then read alike. Valid for the true
+    lcm, and a model is replayed on ints anyway."""
+    lcms = {m.get_id(): terms for m, terms in context.lcms_of(set(context._reads))}
+    if not lcms:
+        return []
+    remainders: dict[tuple[int, int], z3.ArithRef] = {}
+    for x, d, _q, r in context._witnessed:
+        remainders[(x.get_id(), d.get_id())] = r
+    facts = []
+    for x, d, _q, r in context._witnessed:
+        terms = lcms.get(d.get_id())
+        if terms is None:
+            continue
+        each = [remainders.get((x.get_id(), t.get_id())) for t in terms]
+        if any(e is None for e in each):
+            continue
+        positive = z3.And(*(t > 0 for t in terms))
+        facts.append(z3.Implies(positive, (r == 0) == z3.And(*(e == 0 for e in each))))
+    return facts
 
 
 def _uniqueness(context: arith.SymbolicContext) -> list[z3.BoolRef]:
