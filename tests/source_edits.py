@@ -359,6 +359,30 @@ EDITS = (
     return functools.reduce(lcm, alignments, 1)""",
         fault=False,
     ),
+    Edit(
+        "the kernel's bias by tl.where",
+        "advanced_state_column",
+        WORKER,
+        "src_off = tl.maximum(num_accepted - 1, 0)",
+        "src_off = tl.where(num_accepted > 1, num_accepted - 1, 0)",
+        fault=False,
+    ),
+    Edit(
+        "the seeded column by a static method of the model state",
+        "seeded_state_column",
+        "v1/worker/gpu/model_states/mamba_hybrid.py",
+        """            self._mamba_state_idx_gpu[req_index].fill_(
+                (new_req_data.num_computed_tokens - 1) // mamba_block_size
+            )""",
+        """            self._mamba_state_idx_gpu[req_index].fill_(
+                self._seed_column(new_req_data.num_computed_tokens, mamba_block_size)
+            )
+
+    @staticmethod
+    def _seed_column(num_computed_tokens, mamba_block_size):
+        return (num_computed_tokens - 1) // mamba_block_size""",
+        fault=False,
+    ),
     # --- on the pr457-guarded patch ----------------------------------------------------------
     Edit(
         "the patched split back on the physical block",

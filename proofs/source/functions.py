@@ -172,7 +172,8 @@ class ShippedFunctions:
         it resets in the request's slot."""
 
         def run(f):
-            arguments, seeded = resume.add_request_call(*_proxies(computed, cadence, block))
+            methods = (self.loader, resume.MAMBA_HYBRID, "MambaHybridModelState")
+            arguments, seeded = resume.add_request_call(*_proxies(computed, cadence, block), methods=methods)
             f(*arguments)
             return seeded()
 

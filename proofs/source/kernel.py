@@ -154,6 +154,13 @@ class Language:
         return Lane(z3.simplify(z3.If(a.term >= b.term, a.term, b.term)))
 
     @staticmethod
+    def where(condition, a, b):
+        """Per lane, `a` where the condition holds, else `b`: one term, no fork."""
+        c = condition.term if isinstance(condition, SymBool) else z3.BoolVal(bool(condition))
+        a, b = lane(a), lane(b)
+        return Lane(z3.simplify(z3.If(c, a.term, b.term)))
+
+    @staticmethod
     def minimum(a, b):
         a, b = lane(a), lane(b)
         return Lane(z3.simplify(z3.If(a.term <= b.term, a.term, b.term)))

@@ -342,7 +342,7 @@ SLOT = 0  # the request's slot in the V2 worker's per-request tensors
 NOT_RESET = -2  # the accepted count observed when add_request leaves it as it was
 
 
-def add_request_call(computed, cadence, block):
+def add_request_call(computed, cadence, block, methods=None):
     """`self` and the new request's data for `add_request` in align mode:
     `cadence` is `cache_config.mamba_block_size`, `block` its `block_size`
     (the attention block, the minimum over the prefix-cacheable groups).
@@ -353,6 +353,7 @@ def add_request_call(computed, cadence, block):
     accepted = _Tensor()
     model_state = StandIn(
         "the hybrid model state",
+        _methods=methods,
         num_accepted_tokens_gpu=accepted,
         _align_mode=True,
         cache_config=StandIn("the cache config", mamba_block_size=cadence, block_size=block),
