@@ -162,7 +162,10 @@ def _locate(lines: list[str], old: list[str], near: int) -> int | None:
 def patched(base: VllmSource, version: str, diff: Path) -> VllmSource:
     """`base` (a release's tree or wheel) with `diff` applied, cached by the
     release and the diff's content."""
-    text = diff.read_text()
+    try:
+        text = diff.read_text()
+    except (OSError, UnicodeDecodeError) as error:
+        raise SourceError(f"--patch {diff}: cannot be read as a diff ({type(error).__name__})") from None
     digest = hashlib.sha256(f"{version}\0{text}".encode()).hexdigest()[:16]
     root = patch_cache() / f"vllm-{version}+{_safe(diff.stem)}-{digest}"
     label = f"vLLM {version} + {diff.name}"
