@@ -106,7 +106,12 @@ def _cached_json(cached, geometry: Geometry) -> dict:
                     "partial_tail": next(iter(keys.positions), None),
                 }
             )
-    return {"recurrent_states": positions_json(cached.recurrent), "attention": attention}
+    return {
+        "recurrent_states": positions_json(cached.recurrent),
+        # keyed where the block holds the state after fewer tokens (models.prefix_cache.BucketKeys.stale)
+        "stale_recurrent_states": positions_json(cached.stale),
+        "attention": attention,
+    }
 
 
 def positions_json(positions: Positions) -> list[int] | dict:
@@ -183,6 +188,11 @@ def render_text(result: dict) -> str:
     cached = result["cached"]
     lines.append(f"  kept in the GPU prefix cache ({_retention(result['retention'])}):")
     lines.append(f"    recurrent states at {_positions(cached['recurrent_states'])}")
+    if cached["stale_recurrent_states"]:
+        lines.append(
+            f"    WARNING: keyed under a longer prefix than the state they hold: "
+            f"{_positions(cached['stale_recurrent_states'])} (a later request restored there continues wrongly)"
+        )
     for group in cached["attention"]:
         tail = f", partial tail {group['partial_tail']:,}" if group["partial_tail"] is not None else ""
         lines.append(

@@ -232,3 +232,40 @@ def test_the_hash_block_is_the_gcd_of_the_resolved_spans():
     pr457 = plan(get_variant("pr457"), geometry)
     assert pr457.cadence == 2048 and pr457.split.hash_block == 2048
     assert not pr457.split.partial_hits  # H == S: nothing finer than the scheduler block to hit
+
+
+# docs/end-to-end.md's finding, confirmed on the real scheduler: a split grid (128, the draft group's
+# block) finer than the recurrent block (256) leaves the state after 384 tokens in the block the next
+# step hashes at 512.
+STALE = """
+name = "stale"
+[deployment]
+dcp_size = 1
+block_size = 128
+max_num_scheduled_tokens = 584
+eagle_block_drop = true
+prefix_cache_retention_interval = "dense"
+[[groups]]
+kind = "target-attention"
+block_size = 256
+[[groups]]
+kind = "recurrent"
+block_size = 256
+[[groups]]
+kind = "draft-attention"
+block_size = 128
+[request]
+prompt_tokens = 513
+"""
+
+
+def test_a_recurrent_state_keyed_under_a_longer_prefix_is_reported(tmp_path):
+    path = tmp_path / "stale.toml"
+    path.write_text(STALE)
+    data = simulate(get_variant("baseline"), load_geometry(path), 584)
+    assert data["chunk_ends"] == [384, 513]
+    assert data["cached"]["recurrent_states"] == [384, 512]
+    assert data["cached"]["stale_recurrent_states"] == [512]
+    # PR457 splits on the recurrent block: the chunk stops at 256, and no state is keyed elsewhere.
+    fixed = simulate(get_variant("pr457"), load_geometry(path), 584)
+    assert fixed["cached"]["stale_recurrent_states"] == []
