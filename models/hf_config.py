@@ -206,12 +206,14 @@ def _state_dtypes(model: HybridModel, ssm_cache_dtype: str) -> tuple[str, ...]:
 
 
 def _need(config: dict, key: str, where: str = "") -> int:
-    """A size the config must give: a positive integer."""
+    """A size the config must give: a positive integer, at most MAX_TOKENS as every flag's count is."""
     value = config.get(key)
     if isinstance(value, bool) or not isinstance(value, int):
         raise ModelConfigError(f"{where}{key}: missing or not an integer")
     if value <= 0:
         raise ModelConfigError(f"{where}{key}: must be positive, got {value}")
+    if value > MAX_TOKENS:
+        raise ModelConfigError(f"{where}{key}: expected at most {MAX_TOKENS:,}, got {value:,}")
     return value
 
 
@@ -229,8 +231,13 @@ def _attention(config: dict) -> tuple[int, int]:
     heads = _need(config, "num_key_value_heads")
     if config.get("head_dim") is not None:
         return heads, _need(config, "head_dim")
-    head_dim = _need(config, "hidden_size") // _need(config, "num_attention_heads")
-    return heads, head_dim
+    hidden, attention_heads = _need(config, "hidden_size"), _need(config, "num_attention_heads")
+    if hidden < attention_heads:
+        raise ModelConfigError(
+            f"hidden_size {hidden:,} over num_attention_heads {attention_heads:,} leaves no head dimension "
+            "(give head_dim)"
+        )
+    return heads, hidden // attention_heads
 
 
 def _read_gdn(c: dict):

@@ -478,3 +478,18 @@ def test_the_plot_is_written(capsys, tmp_path):
     status, _ = check(capsys, "--model", "granite-4.0-h", "-tp", "2", "--plot", str(figure))
     assert status == 0
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"num_key_value_heads": 2**40}, "num_key_value_heads: expected at most 2,147,483,647"),
+        ({"num_attention_heads": 2**13, "hidden_size": 4096}, "leaves no head dimension"),
+    ],
+)
+def test_config_json_counts_have_the_flags_bounds(capsys, tmp_path, change, message):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**json.loads(_family_text("granite-4.0-h")), **change}))
+    assert main(["check", "--model", str(path), "-tp", "2"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
