@@ -377,10 +377,7 @@ class ProofCache:
             "queries": {name: [q.to_json() for q in qs] for name, qs in entry.queries.items()},
             "witnesses": witnesses,
         }
-        data["checksum"] = _checksum(data)
-        if self.secret is not None:
-            data["mac"] = _mac(self.secret, data)
-        return self._write((f"{key}.json",), json.dumps(data))
+        return self._write((f"{key}.json",), sealed(data, self.secret))
 
     def discard(self, key: str) -> None:
         """Removes the entry stored under `key`, a regular file of the directory's own."""
@@ -434,21 +431,41 @@ def _identity(request: Request) -> bytes:
     return json.dumps(request.to_json(), sort_keys=True).encode()
 
 
-def _content(data: dict) -> bytes:
-    """An entry's content (its checksum and signature aside), as one canonical text."""
-    content = {name: value for name, value in data.items() if name not in ("checksum", "mac")}
-    return json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+# An entry file is the JSON of its content, its last fields its checksum and, under a secret, its
+# signature: each of the text before them, so checking an entry costs one hash of its bytes.
+_SEAL = re.compile(r', "checksum": "([0-9a-f]{64})"(?:, "mac": "([0-9a-f]{64})")?\}\s*\Z')
 
 
-def _checksum(data: dict) -> str:
-    """A digest of the content, its key included: an entry edited by hand or damaged no longer
-    matches it. It catches an edit, not a forger who computes it again (for that: the secret)."""
-    return hashlib.sha256(b"gridproof cache entry\0" + _content(data)).hexdigest()
+def sealed(data: dict, secret: bytes | None = None) -> str:
+    """The text of an entry file: `data` as JSON (ASCII), then its checksum (a digest of that text, its
+    key included: an entry edited by hand or damaged no longer matches it; not a forger who computes it
+    again, for which the secret) and, under `secret`, its signature."""
+    body = json.dumps(data)
+    tail = f', "checksum": "{_checksum(body)}"'
+    if secret is not None:
+        tail += f', "mac": "{_mac(secret, body)}"'
+    return body[:-1] + tail + "}"
 
 
-def _mac(secret: bytes, data: dict) -> str:
-    """The signature of an entry's content under `secret`."""
-    return hmac.new(secret, b"entry\0" + _content(data), hashlib.sha256).hexdigest()
+def _checksum(body: str) -> str:
+    return hashlib.sha256(b"gridproof cache entry\0" + body.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _mac(secret: bytes, body: str) -> str:
+    return hmac.new(secret, b"entry\0" + body.encode("utf-8", "surrogateescape"), hashlib.sha256).hexdigest()
+
+
+def _unsealed(text: str, secret: bytes | None) -> str:
+    """The content's JSON text of an entry file, once its checksum (and signature) match it."""
+    found = _SEAL.search(text)
+    if found is None:
+        raise _Rejected("holds no checksum where gridproof writes it: not an entry gridproof wrote whole")
+    body = text[: found.start()] + "}"
+    if not hmac.compare_digest(found.group(1), _checksum(body)):
+        raise _Rejected("does not match its checksum: edited, or damaged")
+    if secret is not None and not hmac.compare_digest(found.group(2) or "", _mac(secret, body)):
+        raise _Rejected(f"is not signed with this run's {SECRET_VARIABLE}")
+    return body
 
 
 def _read_regular(path: Path, limit: int) -> str | None:
@@ -539,8 +556,7 @@ SHAPE = Fields(
         ),
         "queries": MapOf(ListOf(_QUERY)),
         "witnesses": Fields({"ablations": MapOf(_INPUTS), "conjuncts_alone": MapOf(_INPUTS)}),
-    },
-    optional={"checksum": "str", "mac": "str"},
+    }
 )
 
 
@@ -550,19 +566,15 @@ def _no_constant(name: str):
 
 def _checked(text: str, key: str, theorem: Theorem, request: Request, secret: bytes | None = None) -> Entry:
     """The entry a file's text holds for `request`, or _Rejected naming the first check it fails."""
+    body = _unsealed(text, secret)
     try:
-        data = parse_json(text, parse_constant=_no_constant)
+        data = parse_json(body, parse_constant=_no_constant)
     except ValueError as error:
         raise _Rejected(f"is not JSON ({str(error)[:80]})") from None
     try:
         check_shape(data, SHAPE)
     except ShapeError as error:
         raise _Rejected(f"has a mistyped field: {error}") from None
-    if data.get("checksum") != _checksum(data):
-        raise _Rejected("does not match its checksum: edited, or damaged")
-    signed = data.get("mac", "").encode("utf-8", "surrogateescape")
-    if secret is not None and not hmac.compare_digest(signed, _mac(secret, data).encode()):
-        raise _Rejected(f"is not signed with this run's {SECRET_VARIABLE}")
     if data["format"] != FORMAT:
         raise _Rejected(f"is of format {quoted(data['format'], 30)}, not {FORMAT}")
     if data["key"] != key:

@@ -174,18 +174,20 @@ def _not_replaying(values: dict) -> dict:
     raise AssertionError("every small input refutes the mutant")
 
 
-def _resealed(data: dict) -> dict:
-    """The entry with its checksum computed again, as a forger would: what the other checks must catch."""
-    from proofs.cache import _checksum
+def _resealed(data: dict) -> str:
+    """The entry's text with its checksum computed again, as a forger would: what the other checks must
+    catch."""
+    from proofs.cache import sealed
 
-    return {**data, "checksum": _checksum(data)}
+    return sealed({name: value for name, value in data.items() if name not in ("checksum", "mac")})
 
 
-def _poisoned(name: str, data: dict, siblings: dict) -> dict:
+def _poisoned(name: str, data: dict, siblings: dict) -> str:
+    """The text of the entry `data` poisoned so."""
     data = json.loads(json.dumps(data))
     if name == "a plain edit of its reason":
         data["reason"] = "edited by hand"
-        return data  # its checksum left as it was
+        return json.dumps(data)  # its checksum left as it was
     if name == "verdict and expected edited to PROVED":
         data["verdict"] = data["request"]["expected"] = "PROVED"
         data["counterexample"], data["conjuncts_alone"] = None, {}
@@ -217,8 +219,8 @@ def _poisoned(name: str, data: dict, siblings: dict) -> dict:
         data["format"] = "gridproof-cache/0"
     elif name == "no checksum":
         del data["checksum"]
-        return data
-    return data if name == "a sibling entry's content" else _resealed(data)
+        return json.dumps(data)
+    return json.dumps(data) if name == "a sibling entry's content" else _resealed(data)
 
 
 POISONS = (
@@ -256,7 +258,7 @@ def test_a_poisoned_entry_is_decided_again_with_one_note(poison, tmp_path, capsy
     elif poison == "not UTF-8":
         path.write_bytes(b"\xff\xfe" + path.read_bytes())
     else:
-        path.write_text(json.dumps(_poisoned(poison, siblings[MUTANT], siblings)))
+        path.write_text(_poisoned(poison, siblings[MUTANT], siblings))
     status, again, err = _run(tmp_path, capsys)
     assert status == 0, err
     assert _cached(again) == {variant: variant != MUTANT for variant in _cached(clean)}
@@ -278,7 +280,7 @@ def test_an_entry_edited_to_prove_a_refuted_mutant_never_passes_the_run(tmp_path
     _warm(tmp_path, capsys)
     path = _entry_files(tmp_path)[MUTANT]
     data = json.loads(path.read_text())
-    path.write_text(json.dumps(_poisoned("verdict and expected edited to PROVED", data, {})))
+    path.write_text(_poisoned("verdict and expected edited to PROVED", data, {}))
     status, again, _ = _run(tmp_path, capsys, "--variant", MUTANT)
     assert status == 0
     (entry,) = again["entries"]
@@ -301,8 +303,7 @@ def test_a_key_file_holds_a_digest_and_is_never_a_path(content, tmp_path, capsys
     siblings = _entry_files(cache)
     # A forged PROVED for the mutant, planted outside the cache where a path in the key file would lead.
     forged = json.loads(siblings[MUTANT].read_text())
-    forged = _poisoned("verdict and expected edited to PROVED", forged, {})
-    (tmp_path / "planted.json").write_text(json.dumps(forged))
+    (tmp_path / "planted.json").write_text(_poisoned("verdict and expected edited to PROVED", forged, {}))
     key_file = _key_file_of(cache, MUTANT)
     key_file.write_text(siblings["mutant:fresh-reads-slot-zero"].stem if content == "sibling" else content)
     status, again, err = _run(cache, capsys)
@@ -389,7 +390,7 @@ def test_an_enumerated_key_does_not_depend_on_what_was_imported_before(tmp_path)
     script = (
         "import sys\n"
         "if sys.argv[1] == 'more':\n"
-        "    import proofs.report.html, proofs.simulate, models.every_length\n"
+        "    import proofs.report.html, proofs.simulate\n"
         "from proofs.cache import entry_key\n"
         "from proofs.catalog import CATALOGUE\n"
         "for name in ('check-flags-resolve-to-the-files', 'prefill-run-bounds'):\n"
@@ -437,7 +438,7 @@ def test_verify_cache_decides_a_forged_proved_again(tmp_path):
     (genuine,) = clean.glob("*.json")
     forged = json.loads(genuine.read_text())
     forged["key"] = key
-    (cache / f"{key}.json").write_text(json.dumps(_resealed(forged)))
+    (cache / f"{key}.json").write_text(_resealed(forged))
     assert run().returncode == 0  # what a cached PROVED rests on: the cache's writer
     verified = run("--verify-cache")
     assert verified.returncode == 1
@@ -458,7 +459,7 @@ def test_a_secret_refuses_entries_it_did_not_sign(tmp_path, capsys, monkeypatch)
     path = next(p for p in tmp_path.glob("*.json") if json.loads(p.read_text()).get("mac"))
     data = json.loads(path.read_text())
     data["seconds"] += 1  # any edit at all, its checksum computed again
-    path.write_text(json.dumps(_resealed(data)))
+    path.write_text(_resealed(data))
     status, edited, err = _run(tmp_path, capsys)
     assert status == 0 and "is not signed with this run's GRIDPROOF_CACHE_SECRET" in _notes(err)[0]
     monkeypatch.setenv(SECRET_VARIABLE, "another job's")
@@ -559,7 +560,7 @@ def test_a_poisoned_proved_entry_is_decided_again(poison, tmp_path, capsys):
         data["counterexample"] = {"cadence": 1, "k": 0}
     else:
         data["verdict"] = "REFUTED"
-    path.write_text(json.dumps(_resealed(data)))
+    path.write_text(_resealed(data))
     status, again, err = _run(tmp_path, capsys)
     assert status == 0
     assert _cached(again)["baseline"] is False and sum(_cached(again).values()) == len(again["entries"]) - 1
