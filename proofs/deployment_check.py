@@ -24,7 +24,7 @@ from models.prefill import publishes, run_prefill
 from models.prefix_cache import LookupFailure, cached_prefix, gpu_hit
 from models.scheduler import last_cacheable_position
 from models.variants import PR457, PR457_GUARDED, Variant
-from proofs.restore_law import restore_law
+from proofs.restore_law import TooCostly, restore_law
 from proofs.solver import PROVED, REFUTED, Claim, Kind, SolverOptions, Var, decide
 
 PER_TOKENS = 100_000  # "published checkpoints per 100k tokens"
@@ -220,7 +220,10 @@ def _positions(values: list[int], limit: int = 4) -> str:
 
 def hit_law_section(p: Plan, limit: int | None = None) -> dict:
     """The restore law (proofs.restore_law) as check reports it."""
-    law = restore_law(p, limit)
+    try:
+        law = restore_law(p, limit)
+    except TooCostly as reason:
+        return {"verdict": "NOT RUN", "reason": str(reason)}
     section = law.as_json()
     if law.verdict == "CHECKED":
         lengths = sorted({n for n in (law.smallest_hit, 100_000, 200_000) if n and (limit is None or n <= limit)})
@@ -264,6 +267,8 @@ def analyse(deployment: ResolvedDeployment, variant: Variant, prove: bool = True
         law["against_simulate"] = law_against_simulate(p, law["law"], verify_up_to)
         if law["against_simulate"]["mismatches"]:
             why.append(f"the hit law disagrees with simulate at L = {law['against_simulate']['mismatches'][0]:,}")
+    if law["verdict"] == "NOT RUN" and prove and not (variant.guarded and not p.accepted):
+        why.append(f"the hit law was not computed: {law['reason']}")
     if law["verdict"] == "NO FORMULA":
         why.append("no formula fits the restores checked (the lengths where the best differs are listed)")
     if not guard["accepts"] and variant.guarded:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from models.plan import Plan
-from models.prefill import run_prefill
+from models.prefill import grid_period, run_prefill
 from models.prefix_cache import LookupFailure, cached_prefix, gpu_hit
 
 EVERY_LENGTH_UP_TO = 256
@@ -27,6 +27,9 @@ RANDOM_LENGTHS = 64
 RANDOM_UP_TO = 10**9
 SEED = 2026  # the random lengths are the same on every run
 CONDENSE_BEYOND = 64  # steps run one by one before a repeating prefill is condensed (models.prefill)
+# The prefill steps the lengths checked may take in all (about 4 s): a budget far below the grids makes
+# every prefill long, and the lengths are thinned to fit, or the law is not computed.
+STEP_ALLOWANCE = 20_000
 
 
 def resend_hit(p: Plan, length: int) -> int | None:
@@ -40,6 +43,10 @@ def resend_hit(p: Plan, length: int) -> int | None:
         return gpu_hit(cached_prefix(p, trace, length, length), length, length)
     except LookupFailure:
         return None
+
+
+class TooCostly(Exception):
+    """Checking the law would take more prefill steps than STEP_ALLOWANCE."""
 
 
 @dataclass(frozen=True)
@@ -66,20 +73,42 @@ def candidates(p: Plan) -> list[Formula]:
     return found
 
 
-def lengths_checked(p: Plan, limit: int | None = None) -> list[int]:
-    """Every length up to EVERY_LENGTH_UP_TO, every multiple of each grid up to four of the largest
-    one either side, and RANDOM_LENGTHS at random (seeded) up to RANDOM_UP_TO or `limit`."""
+def lengths_checked(p: Plan, limit: int | None = None, spans: int = 4, randoms: int = RANDOM_LENGTHS) -> list[int]:
+    """Every length up to EVERY_LENGTH_UP_TO, every multiple of each grid up to `spans` of the largest
+    one either side, and `randoms` lengths at random (seeded) up to RANDOM_UP_TO or `limit`."""
     split = p.split
     sizes = {int(split.hash_block), int(split.sched_block), int(split.block), p.cadence, *map(int, p.target_spans)}
     sizes.add(p.geometry.deployment.max_num_scheduled_tokens)
-    top = 4 * max(sizes)
+    top = spans * max(sizes)
     found = set(range(1, EVERY_LENGTH_UP_TO + 1))
     for size in sizes:
         for multiple in range(size, top + 1, size):
             found.update((multiple - 1, multiple, multiple + 1))
     rng = random.Random(SEED)
-    found.update(rng.randint(1, limit or RANDOM_UP_TO) for _ in range(RANDOM_LENGTHS))
+    found.update(rng.randint(1, limit or RANDOM_UP_TO) for _ in range(randoms))
     return sorted(n for n in found if n >= 1 and (limit is None or n <= limit))
+
+
+def steps_to_check(p: Plan, lengths: list[int]) -> int:
+    """About how many prefill steps `resend_hit` takes over `lengths`: a prefill advances about a budget
+    a step (a grid point under the split's alignment, the budget itself below a grid), and is condensed
+    once it repeats, after at most a couple of grid periods."""
+    split = p.split
+    budget = p.geometry.deployment.max_num_scheduled_tokens
+    grid = int(split.block)
+    advance = budget if budget < grid else budget // grid * grid
+    repeats_within = 3 * grid_period(p)
+    return sum(min(n, repeats_within) // advance + 1 for n in lengths)
+
+
+def affordable_lengths(p: Plan, limit: int | None) -> list[int] | None:
+    """The lengths to check, thinned until their prefills fit STEP_ALLOWANCE; None if even the
+    fewest do not."""
+    for spans, randoms in ((4, RANDOM_LENGTHS), (2, 16), (1, 4)):
+        lengths = lengths_checked(p, limit, spans, randoms)
+        if steps_to_check(p, lengths) <= STEP_ALLOWANCE:
+            return lengths
+    return None
 
 
 @dataclass
@@ -113,8 +142,16 @@ class RestoreLaw:
 
 
 def restore_law(p: Plan, limit: int | None = None) -> RestoreLaw:
-    """The law of one plan, checked on `lengths_checked` (up to `limit`, --max-model-len)."""
-    lengths = lengths_checked(p, limit)
+    """The law of one plan, checked on `lengths_checked` (up to `limit`, --max-model-len), thinned to
+    what STEP_ALLOWANCE affords; `TooCostly` where not even the fewest lengths fit it."""
+    lengths = affordable_lengths(p, limit)
+    if lengths is None:
+        budget = p.geometry.deployment.max_num_scheduled_tokens
+        raise TooCostly(
+            f"a budget of {budget:,} token{'s' if budget != 1 else ''} a step takes more than "
+            f"{STEP_ALLOWANCE:,} prefill steps over the "
+            "fewest lengths worth checking; `gridproof simulate` answers one length"
+        )
     observed = {n: resend_hit(p, n) for n in lengths}
     failures = [n for n, hit in observed.items() if hit is None]
     best, best_differences = None, None
