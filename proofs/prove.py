@@ -347,6 +347,55 @@ class _Twins:
         return self._keys[variant]
 
 
+def _table_rows(entries) -> list[str]:
+    rows = [("theorem", "variant", "verdict", "expected", "rlimit", "seconds", "")]
+    for e in entries:
+        mark = ("ok" if e.ok else "MISMATCH") + (" (cached)" if e.cached else "")
+        mark += f" (same claim as {e.same_claim_as})" if e.same_claim_as else ""
+        rows.append((e.theorem, e.variant, e.verdict, e.expected, f"{e.rlimit:,}", f"{e.seconds:.2f}", mark))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+
+
+def _entry_block(e) -> list[str]:
+    detail = []
+    if e.hypotheses_used or e.verdict == "PROVED":
+        detail.append(f"used: {', '.join(e.hypotheses_used) or '(no hypothesis)'}")
+    if e.hypotheses_unconfirmed:
+        detail.append(f"kept without a decided deletion check: {', '.join(e.hypotheses_unconfirmed)}")
+    if e.counterexample:
+        detail.append("counterexample: " + ", ".join(f"{k}={v}" for k, v in e.counterexample.items()))
+    if e.reason:
+        detail.append(f"note: {e.reason}")
+    for hypothesis, verdict in e.ablations.items():
+        detail.append(f"without {hypothesis!r}: {verdict}")
+    for conjunct, verdict in e.conjuncts_alone.items():
+        detail.append(f"the goal's conjunct {conjunct!r} alone: {verdict}")
+    mark = "" if e.ok else f"  (MISMATCH: the manifest expects {e.expected})"
+    return [
+        f"{e.theorem} / {e.variant}: {e.verdict}{mark}",
+        *(f"    {d}" for d in detail),
+        f"    reproduce: {e.reproduce}",
+    ]
+
+
+def _quiet_summary(entries) -> list[str]:
+    """Per theorem, its verdict on each variant as the manifest expects, mutants counted apart."""
+    by_theorem: dict[str, list] = {}
+    for e in entries:
+        by_theorem.setdefault(e.theorem, []).append(e)
+    lines = [f"{len(by_theorem)} theorems (-v: every entry with its hypotheses and reproducing command):"]
+    for theorem, own in by_theorem.items():
+        variants = [e for e in own if not e.variant.startswith("mutant:")]
+        mutants = [e for e in own if e.variant.startswith("mutant:")]
+        parts = [f"{e.variant} {e.verdict}" for e in variants]
+        if mutants:
+            refuted = sum(e.verdict == "REFUTED" for e in mutants)
+            parts.append(f"{refuted} of {len(mutants)} mutant{'s' if len(mutants) != 1 else ''} refuted")
+        lines.append(f"  {theorem}: {', '.join(parts)}")
+    return lines
+
+
 def _same_claim(twin: Entry, variant: str, tier: str, seconds: float) -> Entry:
     """`variant`'s entry, taken from `twin`'s, whose claims read to the same
     queries: decided, they would be decided alike. No Z3 work of its own."""
@@ -368,32 +417,18 @@ def _same_claim(twin: Entry, variant: str, tier: str, seconds: float) -> Entry:
     )
 
 
-def render_table(entries, result) -> str:
-    rows = [("theorem", "variant", "verdict", "expected", "rlimit", "seconds", "")]
-    for e in entries:
-        mark = ("ok" if e.ok else "MISMATCH") + (" (cached)" if e.cached else "")
-        mark += f" (same claim as {e.same_claim_as})" if e.same_claim_as else ""
-        rows.append((e.theorem, e.variant, e.verdict, e.expected, f"{e.rlimit:,}", f"{e.seconds:.2f}", mark))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
-    lines.append("")
-    for e in entries:
-        detail = []
-        if e.hypotheses_used or e.verdict == "PROVED":
-            detail.append(f"used: {', '.join(e.hypotheses_used) or '(no hypothesis)'}")
-        if e.hypotheses_unconfirmed:
-            detail.append(f"kept without a decided deletion check: {', '.join(e.hypotheses_unconfirmed)}")
-        if e.counterexample:
-            detail.append("counterexample: " + ", ".join(f"{k}={v}" for k, v in e.counterexample.items()))
-        if e.reason:
-            detail.append(f"note: {e.reason}")
-        for hypothesis, verdict in e.ablations.items():
-            detail.append(f"without {hypothesis!r}: {verdict}")
-        for conjunct, verdict in e.conjuncts_alone.items():
-            detail.append(f"the goal's conjunct {conjunct!r} alone: {verdict}")
-        lines.append(f"{e.theorem} / {e.variant}: {e.verdict}")
-        lines += [f"    {d}" for d in detail]
-        lines.append(f"    reproduce: {e.reproduce}")
+def render_table(entries, result, verbose: bool = True) -> str:
+    """The run as text: with `verbose`, a row and a block (hypotheses used, counterexample, the
+    command that reproduces it) for every entry; without, the blocks of the entries that differ
+    from the manifest or are undecided, and a count of the rest by theorem and verdict."""
+    lines = []
+    if verbose:
+        lines += _table_rows(entries) + [""]
+    shown = entries if verbose else [e for e in entries if not e.ok]
+    for e in shown:
+        lines += _entry_block(e)
+    if not verbose:
+        lines += _quiet_summary(entries)
     counts: dict[str, int] = {}
     for e in entries:
         counts[e.verdict] = counts.get(e.verdict, 0) + 1

@@ -38,6 +38,12 @@ def add_parser(sub) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="print every entry with its hypotheses and reproducing command (default: those that differ)",
+    )
+    parser.add_argument(
         "--jobs", type=positive_integer, help="obligations decided at once, one process each (default: one per core)"
     )
     parser.add_argument("--seed", type=z3_seed, help="Z3 random seed for every query (default: Z3's own)")
@@ -130,4 +136,5 @@ def run(args: argparse.Namespace) -> int:
         cache=directory,
         cache_named=named,
         verify_cache=args.verify_cache,
+        verbose=args.verbose,
     )

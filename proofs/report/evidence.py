@@ -31,6 +31,7 @@ def prove_with_evidence(
     cache: Path | None = None,
     cache_named: bool = True,
     verify_cache: bool = False,
+    verbose: bool = False,
 ) -> int:
     old = load_baseline(against) if against is not None else None  # a bad file stops here, before the run
     if old is not None and not covers(old.get("selection"), {"theorem": theorem, "variant": variant, "tier": tier}):
@@ -92,7 +93,7 @@ def prove_with_evidence(
         if after:
             print("\n".join(after), file=sys.stderr)
     else:
-        print(render_table(entries, result))
+        print(render_table(entries, result, verbose))
         if after:
             print("\n".join(after))
     return status
