@@ -33,7 +33,12 @@ SIZES = {
     "request": ("prompt_tokens",),
 }
 COUNTS = {
-    "deployment": ("long_prefill_token_threshold", "hash_lookahead_tokens"),
+    "deployment": (
+        "long_prefill_token_threshold",
+        "hash_lookahead_tokens",
+        "prefix_cache_retention_interval",
+        "prefill_lookahead_tokens",
+    ),
     "group": (),
     "request": ("output_tokens",),
 }
@@ -69,6 +74,8 @@ BASE = {
         "prefill_checkpoint_alignment": 32,
         "shared_prefix_checkpoint": True,
         "offload_blocks_per_chunk": 2,
+        "prefix_cache_retention_interval": 128,
+        "prefill_lookahead_tokens": 1,
     },
     "groups": [
         {"kind": "target-attention", "block_size": 16, "dcp_sharded": True, "eagle": False, "count": 2},
@@ -222,7 +229,8 @@ THEOREMS = (
         "it names, every size below 1 (dcp_size, block sizes, max_num_scheduled_tokens, hash_block_size, "
         "mamba_block_size, prefill_checkpoint_alignment, offload_blocks_per_chunk, a group's count, "
         "prompt_tokens), every count below 0 (long_prefill_token_threshold, hash_lookahead_tokens, "
-        "output_tokens), any size or count that is not an integer (a boolean included), any flag that is not a "
+        "prefix_cache_retention_interval, prefill_lookahead_tokens, output_tokens), any size or count that is "
+        'not an integer (a boolean included; a retention interval may also be "dense"), any flag that is not a '
         "boolean, a missing required field, an unknown field or group kind, a recurrent group that is "
         "DCP-sharded or EAGLE, an EAGLE target-attention group, and a deployment without a target-attention or "
         "a recurrent group, or groups that are not a list of tables; every other edit is accepted with every "
