@@ -117,15 +117,15 @@ def keyed_block(hashing: Hashing, end, following, tokens, own_hashes, following_
     """How a recurrent block is keyed: vLLM 0.33.0 hashes a state block as a full block by its
     column, keyed at the block's end, while it is the running or the previous state and the hashing
     horizon passes it. A block the next chunk (ending at `following`; the chunk's own end for the
-    last) advances in place holds that chunk's state when hashed; one it leaves behind holds this
-    chunk's, wherever the block ends."""
+    last; never before `end`) advances in place, ending in its column, holds that chunk's state when
+    hashed; one it leaves behind holds this chunk's, wherever the block ends."""
     r = hashing.span
     column = state_column(end, r)
+    key = arith.multiple(column + 1, r)
     own = hashing.horizon(end, tokens, own_hashes) > column
     later = hashing.horizon(following, tokens, following_hashes) > column
-    advanced = state_column(following, r) == column
-    held = arith.ite(own, end, arith.ite(advanced, following, end))
-    return KeyedBlock(column, arith.multiple(column + 1, r), own, later, held)
+    held = arith.ite(own, end, arith.ite(following <= key, following, end))
+    return KeyedBlock(column, key, own, later, held)
 
 
 @dataclass(frozen=True)
