@@ -1,17 +1,17 @@
-"""The hit law of `gridproof check` against `simulate`, every prompt length;
-with --timing, how long `gridproof check` takes per deployment; with
---sweep, the law's verdict over common flags.
+"""What `gridproof check` answers and how long it takes: its restore law (proofs/restore_law.py) per
+deployment; with --timing, one `gridproof check` process per deployment; with --sweep, the law's verdict
+over common flags.
 
-    python3 -m proofs.bench_check [--up-to 200000] [--model NAME ...]
+    python3 -m proofs.bench_check [--spot-checks 200] [--model NAME ...]
     python3 -m proofs.bench_check --timing
-    python3 -m proofs.bench_check --sweep
+    python3 -m proofs.bench_check --sweep [--wide N]
 
-For each built-in model (vLLM's defaults, baseline) and the Kimi-K3 judging
-deployments, proves the hit law, then compares it with what `simulate`
-reports a later identical request restores, for every L from 1 to --up-to
-(models/every_length.py: the model's functions on every length at once,
-spot-checked against `simulate` itself). Prints one line per deployment;
-exits 1 on any mismatch or unproved law.
+For each built-in model (vLLM's defaults, baseline) and the Kimi-K3 judging deployments: the law `check`
+reports, hit(L), the first formula of its family that equals the engine model's answer (what a later
+identical request of L tokens is restored from the GPU prefix cache: models/prefix_cache.py) on every
+length `check` compares; it is CHECKED on those lengths, not proved. Here it is also compared with the
+engine model on --spot-checks lengths drawn at random beside them, up to --up-to. Prints one line per
+deployment; exits 1 on a law that no formula fits or that differs from the model at a spot check.
 """
 
 from __future__ import annotations
@@ -25,16 +25,13 @@ import subprocess
 import sys
 import time
 
-import numpy
-
 from models.deploy import ServeFlags, resolve_deployment
 from models.errors import GridproofError
-from models.every_length import gpu_reuse_every_length
 from models.hf_config import builtin_model_names, load_model
 from models.plan import plan
 from models.variants import get_variant
 from proofs.catalog.deploy import KIMI_K3_FLAGS as KIMI_K3
-from proofs.hitlaw import prove_hit_law, simulated_hit
+from proofs.restore_law import lengths_checked, resend_hit, restore_law
 
 
 def deployments(models: list[str]):
@@ -45,40 +42,40 @@ def deployments(models: list[str]):
         yield name, "baseline", ServeFlags()
 
 
-SPOT_CHECKS = 200  # prompt lengths also run through `simulate` itself, one prefill each
+SPOT_CHECKS = 200  # lengths beside those `check` compares, each one prefill of the engine model
+SEED = 0
 
 
-def compare(model: str, variant_name: str, flags: ServeFlags, up_to: int) -> dict:
-    """Prove the law, then compare it with `simulate`'s reuse on every L in
-    1..up_to: the simulated reuse comes from models.every_length (the model's
-    step and restore test, every length at once), itself spot-checked here
-    against `simulate` on SPOT_CHECKS lengths."""
+def compare(model: str, variant_name: str, flags: ServeFlags, up_to: int, spot_checks: int = SPOT_CHECKS) -> dict:
+    """The law `check` reports for the deployment, and how long it took; then the law against the engine
+    model's resend hit on `spot_checks` lengths up to `up_to` that `check` does not compare."""
     variant = get_variant(variant_name)
     p = plan(variant, resolve_deployment(load_model(model), flags, variant).geometry)
     started = time.perf_counter()
-    law = prove_hit_law(p)
-    proved_in = time.perf_counter() - started
+    law = restore_law(p)
     row = {
         "model": model,
         "variant": variant_name,
-        "proved": law.proved,
-        "prove_s": proved_in,
-        "mismatches": [],
+        "verdict": law.verdict,
+        "form": None if law.formula is None else law.formula.text,
+        "checked": law.checked,
+        "law_s": time.perf_counter() - started,
         "spot_mismatches": [],
     }
-    if not law.proved:
-        row["reason"] = law.reason
+    if law.formula is None:
+        row["differences"] = law.differences[:5]
         return row
+    checked = set(lengths_checked(p))
+    rng = random.Random(SEED)
+    spots = sorted({n for n in (rng.randint(1, up_to) for _ in range(4 * spot_checks)) if n not in checked})
+    spots = spots[:spot_checks]
     started = time.perf_counter()
-    simulated = gpu_reuse_every_length(p, p.geometry.deployment.max_num_scheduled_tokens, up_to)
-    lengths = numpy.arange(1, up_to + 1, dtype=numpy.int64)
-    predicted = numpy.broadcast_to(law(lengths), lengths.shape)
-    row["mismatches"] = [int(n) for n in lengths[predicted != simulated][:5]]
-    spots = sorted(random.Random(0).sample(range(1, up_to + 1), min(SPOT_CHECKS, up_to)))
-    row["spot_mismatches"] = [n for n in spots if simulated[n - 1] != simulated_hit(p, n) or law(n) != simulated[n - 1]]
-    row["compared"] = up_to
-    row["compare_s"] = time.perf_counter() - started
-    row["form"] = law.form
+    for n in spots:
+        model_hit = resend_hit(p, n)
+        if model_hit is not None and model_hit != law(n):
+            row["spot_mismatches"].append((n, model_hit, law(n)))
+    row["spots"] = len(spots)
+    row["spot_s"] = time.perf_counter() - started
     return row
 
 
@@ -92,12 +89,13 @@ def _command_flags(flags: ServeFlags) -> list[str]:
 
 
 def timing(models: list[str]) -> int:
-    """One `gridproof check` process per deployment: wall and CPU seconds."""
+    """One `gridproof check --json` process per deployment: wall and CPU seconds, exit status and the
+    verdict of its restore law."""
     for model, variant, flags in [
         *deployments(models),
         ("kimi-k3", "pr457-guarded", ServeFlags(**KIMI_K3, mamba_block_size=5000)),
     ]:
-        command = [sys.executable, "-m", "proofs.cli", "check", "--model", model, "--variant", variant]
+        command = [sys.executable, "-m", "proofs.cli", "check", "--model", model, "--variant", variant, "--json"]
         command += _command_flags(flags)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
@@ -105,19 +103,28 @@ def timing(models: list[str]) -> int:
         wall = time.perf_counter() - started
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-        law = "PROVED" if "PROVED by Z3 for every L" in done.stdout else "not proved"
         print(
-            f"{wall:5.2f} s wall {cpu:5.2f} s cpu  exit {done.returncode}  hit law {law:<10}  {shlex.join(command[3:])}"
+            f"{wall:5.2f} s wall {cpu:5.2f} s cpu  exit {done.returncode}  law {_law_verdict(done.stdout):<10}  "
+            f"{shlex.join(command[3:])}"
         )
     return 0
 
 
-SLOW_SECONDS = 1.5  # a proved law taking more CPU seconds than this is listed too
+def _law_verdict(output: str) -> str:
+    """The restore law's verdict in `check --json`'s output; what stopped it when there is none."""
+    try:
+        law = json.loads(output).get("hit_law") or {}
+    except ValueError:
+        return "no answer"
+    return law.get("verdict") or "none"
+
+
 SWEEP_VARIANTS = ("baseline", "pr457", "pr457-guarded")
 SWEEP_PARALLEL = ((1, 1), (8, 2))  # (TP, DCP)
 SWEEP_MAMBA_BLOCK = (None, 4096)
 SWEEP_BUDGET = (None, 2048)
 SWEEP_SPECULATION = (None, {"method": "eagle", "num_speculative_tokens": 3})
+SLOW_SECONDS = 1.5  # a law taking more CPU seconds than this is listed too
 
 
 def sweep_configurations(models: list[str]):
@@ -177,9 +184,8 @@ def wide_configurations(models: list[str], count: int, seed: int = 0):
 
 
 def sweep(models: list[str], wide: int = 0) -> int:
-    """The hit law's verdict over sweep_configurations: counts, every
-    configuration whose law is not PROVED (with what each form gave), and
-    those proved in more than SLOW_SECONDS."""
+    """The restore law's verdict over sweep_configurations: counts, every configuration no formula fits
+    (with the lengths where the closest one differs), and those whose law took more than SLOW_SECONDS."""
     counts: dict[str, int] = {}
     started = time.perf_counter()
     configurations = wide_configurations(models, wide) if wide else sweep_configurations(models)
@@ -195,15 +201,14 @@ def sweep(models: list[str], wide: int = 0) -> int:
             if variant.guarded and not p.accepted:
                 verdict, detail = "refused by the variant", ""
             else:
-                proving = time.process_time()  # CPU: Z3 runs in this process; wall time follows the load
-                law = prove_hit_law(p)
-                seconds = time.process_time() - proving
-                verdict = f"PROVED ({law.extra['form']} form)" if law.proved else "NOT PROVED"
-                detail = law.reason or f"{seconds:.1f} s"
+                computing = time.process_time()
+                law = restore_law(p)
+                seconds = time.process_time() - computing
+                verdict, detail = law.verdict, f"differs at (L, model, formula) {law.differences[:3]}"
         counts[verdict] = counts.get(verdict, 0) + 1
-        if verdict == "NOT PROVED":
+        if verdict == "NO FORMULA":
             print(f"{verdict}: {words}: {detail}", flush=True)
-        elif verdict.startswith("PROVED") and seconds > SLOW_SECONDS:
+        elif verdict == "CHECKED" and seconds > SLOW_SECONDS:
             print(f"{verdict} in {seconds:.1f} s of CPU: {words}", flush=True)
         done = sum(counts.values())
         if done % 24 == 0:
@@ -216,10 +221,11 @@ def sweep(models: list[str], wide: int = 0) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m proofs.bench_check", description=__doc__.split("\n")[0])
-    parser.add_argument("--up-to", type=int, default=200_000, help="compare every L up to this (default 200,000)")
+    parser.add_argument("--up-to", type=int, default=200_000, help="spot-check lengths up to this (default 200,000)")
+    parser.add_argument("--spot-checks", type=int, default=SPOT_CHECKS, help=f"(default {SPOT_CHECKS})")
     parser.add_argument("--model", action="append", choices=builtin_model_names())
     parser.add_argument("--timing", action="store_true", help="time one `gridproof check` per deployment instead")
-    parser.add_argument("--sweep", action="store_true", help="the hit law's verdict over common flags instead")
+    parser.add_argument("--sweep", action="store_true", help="the restore law's verdict over common flags instead")
     parser.add_argument(
         "--wide",
         type=int,
@@ -234,22 +240,16 @@ def main(argv: list[str] | None = None) -> int:
         return sweep(args.model or builtin_model_names(), args.wide)
     rows = []
     for model, variant, flags in deployments(args.model or builtin_model_names()):
-        print(f"{model} {variant}: proving the hit law", file=sys.stderr, flush=True)
-        rows.append(compare(model, variant, flags, args.up_to))
-        row = rows[-1]
-        print(
-            f"{model:<14} {variant:<14} {'PROVED' if row['proved'] else 'NOT PROVED':<10} "
-            f"prove {row['prove_s']:.1f} s  {row.get('compared', 0):,} lengths, "
-            f"mismatches: {row['mismatches'] or 'none'}"
-            + (
-                f"  ({row['reason']})"
-                if not row["proved"]
-                else f"  compare {row['compare_s']:.1f} s; {SPOT_CHECKS} spot checks against simulate: "
-                f"{row['spot_mismatches'] or 'agree'}"
-            ),
-            flush=True,
+        row = compare(model, variant, flags, args.up_to, args.spot_checks)
+        rows.append(row)
+        detail = (
+            f"law {row['law_s']:.1f} s on {row['checked']:,} lengths; {row['spots']} spot checks in "
+            f"{row['spot_s']:.1f} s: {row['spot_mismatches'] or 'agree'}"
+            if row["form"] is not None
+            else f"differs at (L, model, formula) {row['differences']}"
         )
-    return 0 if all(r["proved"] and not r["mismatches"] and not r["spot_mismatches"] for r in rows) else 1
+        print(f"{model:<14} {variant:<14} {row['verdict']:<10} {row['form'] or '':<34} {detail}", flush=True)
+    return 0 if all(r["form"] is not None and not r["spot_mismatches"] for r in rows) else 1
 
 
 if __name__ == "__main__":

@@ -196,7 +196,7 @@ def bench_check() -> None:
     the Kimi-K3 deployments of its judging case."""
     from proofs import bench_check
 
-    print("gridproof check, one process per deployment (wall and CPU seconds, exit status, hit law)")
+    print("gridproof check, one process per deployment (wall and CPU seconds, exit status, restore law)")
     bench_check.timing(bench_check.builtin_model_names())
     print()
 

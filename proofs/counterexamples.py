@@ -61,12 +61,28 @@ def found(theorem_names: list[str] | None = None) -> dict:
             with withheld():
                 entry = run_theorem(theorem, variant_name, REFUTED, options)
                 found_rows = _rows(theorem, variant_name, entry, options) if entry.verdict == REFUTED else []
+            if not found_rows:
+                # One found otherwise (a concrete search the solver's own does not reach within its budget)
+                # is kept while it still refutes.
+                found_rows = _still_refuting(theorem, variant_name, current.get(name, {}).get(variant_name, []))
             if found_rows:
                 rows[variant_name] = found_rows
             print(f"{name} / {variant_name}: {entry.verdict}, {len(found_rows)} recorded", file=sys.stderr)
         if rows:
             theorems[name] = rows
     return theorems
+
+
+def _still_refuting(theorem, variant_name: str, rows: list[dict]) -> list[dict]:
+    """The recorded rows whose inputs still refute their obligation on the concrete model."""
+    obligations = {o.name: o for o in (*theorem.obligations, *filter(None, [theorem.trace_search]))}
+    kept = []
+    with in_effect(variant_name) as variant:
+        for row in rows:
+            obligation = obligations.get(row.get("obligation"))
+            if obligation is not None and replay(obligation.formula, variant, row["inputs"])[0]:
+                kept.append(row)
+    return kept
 
 
 def _rows(theorem, variant_name: str, entry, options: SolverOptions) -> list[dict]:

@@ -31,12 +31,13 @@ from models.files import parse_json
 from models.geometry import DRAFT, RECURRENT, TARGET, Deployment, Geometry, Request, parse_geometry
 from models.plan import Plan, plan
 from models.prefill import Trace, run_prefill
-from models.reuse import gpu_restore, offload_restore
+from models.prefix_cache import LookupFailure, cached_prefix, gpu_hit
 from models.variants import VARIANTS
 from proofs.catalog import CATALOGUE, Obligation
 from proofs.catalog.base import deployment, indexed, split_params, symbolic_groups
 from proofs.mining import FAILS, HOLDS, REJECTED, Found, View, has_deployment, outcome
 from proofs.mutation.handwritten import in_effect, resolve
+from proofs.simulate import offload_restore
 
 FORMAT = "gridproof-regression/1"
 FIX_VARIANT = "pr457-guarded"
@@ -449,8 +450,8 @@ def _geometry_figures(real_plan: Plan, geometry: Geometry, budgets: list[int]) -
         )
     spans = real_plan.target_spans
     shared = [p for p in trace.published if all(p % s == 0 for s in spans)]
-    tokens = geometry.request.num_tokens
-    eagle = geometry.eagle_spans()
+    request = geometry.request
+    cached = cached_prefix(real_plan, trace, request.prompt_tokens, request.num_tokens)
     return {
         "outcome": HOLDS if len(shared) == trace.published.count else FAILS,
         "cadence": real_plan.cadence,
@@ -459,19 +460,18 @@ def _geometry_figures(real_plan: Plan, geometry: Geometry, budgets: list[int]) -
         "published": list(trace.published),
         "published_on_every_target": shared,
         "first_shared": shared[0] if shared else None,
-        "restored": gpu_restore(
-            trace.published, spans, eagle, real_plan.split.eagle_drop, real_plan.split.lookahead, tokens, tokens
-        ),
-        "offload_restored": offload_restore(
-            trace.published,
-            real_plan.cadence,
-            spans,
-            eagle,
-            geometry.deployment.offload_blocks_per_chunk,
-            tokens,
-            tokens,
-        ),
+        # What a later identical request is restored (`simulate`'s reuse): the GPU prefix cache's lookup
+        # (None where vLLM's own raises) and the offload connector's alone (None where it runs none).
+        "restored": _gpu_restored(cached, request.num_tokens),
+        "offload_restored": offload_restore(real_plan, cached, request.num_tokens)[0],
     }
+
+
+def _gpu_restored(cached, tokens: int) -> int | None:
+    try:
+        return gpu_hit(cached, tokens, tokens)
+    except LookupFailure:
+        return None
 
 
 def geometry_to_json(geometry: Geometry) -> dict:

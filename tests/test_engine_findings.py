@@ -5,7 +5,7 @@ change to it is seen and the exception revisited."""
 from models.geometry import CacheGroup, Deployment, Geometry, Request
 from models.plan import plan
 from models.prefill import run_prefill
-from models.reuse import gpu_restore
+from models.prefix_cache import cached_prefix, gpu_hit
 from models.scheduler import last_cacheable_position
 from models.variants import PR457_GUARDED
 
@@ -13,8 +13,9 @@ from models.variants import PR457_GUARDED
 def test_eagle_drop_without_an_annotated_group_restores_past_the_last_cacheable_position():
     """The one-recurrent-block backoff puts the last cacheable position at 2,
     but the prefill goes on to publish 4, on the (1-token) target grid, and a
-    later identical request restores it: the restore checks the target
-    groups' one-block drop, which a 1-token block satisfies, not the backoff."""
+    later identical request restores it from the GPU prefix cache
+    (models/prefix_cache.py): the lookup drops one hash unit of the target
+    group under EAGLE drop, which leaves 4 of 5 tokens, not the backoff."""
     geometry = Geometry(
         name="eagle backoff past the last cacheable position",
         deployment=Deployment(
@@ -28,5 +29,6 @@ def test_eagle_drop_without_an_annotated_group_restores_past_the_last_cacheable_
     published = list(run_prefill(resolved, 1).published)
     assert published == [2, 4]
     assert last_cacheable_position(PR457_GUARDED, resolved.split, 5) == 2
-    restored = gpu_restore(published, resolved.target_spans, (), resolved.split.eagle_drop, 0, 5, 5)
-    assert restored == 4
+    cached = cached_prefix(resolved, run_prefill(resolved, 1), 5, 5)
+    assert list(cached.recurrent) == [2, 4]
+    assert gpu_hit(cached, 5, 5) == 4

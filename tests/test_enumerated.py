@@ -69,7 +69,9 @@ def test_each_hand_mutant_of_the_loops_is_refuted_with_a_case_that_fails_again()
         "repeat-up-to-the-end": "prefill-condensed-is-explicit",
         "repeat-column-not-shifted": "prefill-condensed-is-explicit",
         "grid-period-without-offload": "grid-period-shift",
-        "restore-takes-smallest": "restore-searches-largest",
+        "recurrent-find-below-the-largest": "gpu-restore-safe-complete",
+        "hashing-horizon-rounds-up": "gpu-restore-holds-its-state",
+        "offload-eagle-chunk-kept": "offload-restore-safe",
     }
     for mutant, theorem in expected.items():
         entry = run_theorem(CATALOGUE[theorem], f"mutant:{mutant}", REFUTED)
@@ -100,18 +102,18 @@ def test_prove_reports_and_certifies_an_enumerated_refutation(tmp_path, capsys):
     argv = [
         "prove",
         "--theorem",
-        "restore-searches-largest",
+        "gpu-restore-safe-complete",
         "--variant",
-        "mutant:restore-takes-smallest",
+        "mutant:recurrent-find-below-the-largest",
         "--json",
         "--report-dir",
         str(tmp_path),
     ]
     assert main(argv) == 0
     entry = json.loads(capsys.readouterr().out)["entries"][0]
-    assert entry["verdict"] == "REFUTED" and entry["counterexample"]["geometry"] == "g8"
+    assert entry["verdict"] == "REFUTED" and entry["counterexample"]["geometry"] == "g8-recurrent16"
     certificate = json.loads(
-        (tmp_path / "enumerated" / f"{entry['theorem']}--mutant-restore-takes-smallest.json").read_text()
+        (tmp_path / "enumerated" / f"{entry['theorem']}--mutant-recurrent-find-below-the-largest.json").read_text()
     )
     assert certificate["decided_by"] == "enumeration, not an SMT query"
     assert certificate["rerun"] == entry["reproduce"] and certificate["domain"] == entry["enumeration"]["domain"]
@@ -134,26 +136,26 @@ def test_the_claim_text_follows_the_catalogue_check_as_well_as_the_engine(monkey
 
 
 def test_a_domain_smaller_than_recorded_is_vacuous(monkeypatch):
-    theorem = CATALOGUE["restore-searches-largest"]
+    theorem = CATALOGUE["gpu-restore-safe-complete"]
     with in_effect("baseline") as variant:
         whole = decide_enumeration(theorem.enumeration, variant)
     assert whole.verdict == PROVED and smaller_than_recorded(theorem.name, "baseline", whole) is None
     made = whole.checks
-    assert made["gpu_restore, published as given"] > 0 and made["probe: cached the probe -1"] > 0
+    assert made["on the hit alignment"] > 0 and made["a later request: diverge"] > 0
 
     fewer_cases = dataclasses.replace(whole, cases=whole.cases - 1)
     verdict, reason = smaller_than_recorded(theorem.name, "baseline", fewer_cases)
     assert verdict == VACUOUS and f"{whole.cases - 1} cases decided, {whole.cases} recorded" in reason
 
     one_kind_less = dataclasses.replace(
-        whole, checks={k: v for k, v in made.items() if k != "probe: cached the probe -1"}
+        whole, checks={k: v for k, v in made.items() if k != "a later request: diverge"}
     )
     verdict, reason = smaller_than_recorded(theorem.name, "baseline", one_kind_less)
-    assert verdict == VACUOUS and "'probe: cached the probe -1' 0 times, recorded" in reason
+    assert verdict == VACUOUS and "'a later request: diverge' 0 times, recorded" in reason
 
-    made_once_less = dataclasses.replace(whole, checks={**made, "offload_restore, published one by one": 1})
+    made_once_less = dataclasses.replace(whole, checks={**made, "on the hit alignment": 1})
     verdict, reason = smaller_than_recorded(theorem.name, "baseline", made_once_less)
-    assert verdict == VACUOUS and "'offload_restore, published one by one' 1 times, recorded" in reason
+    assert verdict == VACUOUS and "'on the hit alignment' 1 times, recorded" in reason
 
     more = dataclasses.replace(whole, cases=whole.cases + 1, checks={**made, "a new check": 3})
     assert smaller_than_recorded(theorem.name, "baseline", more) is None
@@ -164,14 +166,19 @@ def test_a_domain_smaller_than_recorded_is_vacuous(monkeypatch):
     assert verdict == ERROR and f"{DOMAINS.command} --theorem {theorem.name}" in reason
 
 
-def test_a_probe_kind_left_out_of_the_restore_search_fails_prove():
-    # The cached counts one below k widths above the probe dropped: the statement, built from the same code,
-    # would still read true, and the run still proves; only the recorded checks notice.
-    dropped = Patch("proofs.catalog.loops", "_probe_counts", "for e in (-1, 0):", "for e in (0,):")
+def test_a_later_request_left_out_of_the_restore_cases_fails_prove():
+    # Extensions by one token dropped: the statement, built from the same code, would still read true, and
+    # the run still proves; only the recorded checks notice.
+    dropped = Patch(
+        "proofs.catalog.restore",
+        "_later_requests",
+        'found += [("extend", prompt + 1, prompt + 1 + extra) for extra in sorted({1, h, s})]',
+        'found += [("extend", prompt + 1, prompt + 1 + extra) for extra in sorted({h, s})]',
+    )
     with applied(dropped):
-        entry = run_theorem(CATALOGUE["restore-searches-largest"], "baseline", PROVED)
+        entry = run_theorem(CATALOGUE["gpu-restore-safe-complete"], "baseline", PROVED)
     assert entry.verdict == VACUOUS and not entry.ok
-    assert "'probe: cached 1 widths above the probe -1' 0 times" in entry.reason
+    assert "'a later request: extend'" in entry.reason
 
 
 # A check left out of a case function, or made on fewer values, still proves; the recorded counts notice.
@@ -191,15 +198,15 @@ WEAKENED_CHECKS = {
         Patch("proofs.catalog.loops", "run_bounds", "for bad in ([0], [budgets[0], -1], []):", "for bad in ([0],):"),
         "'a budget below 1, or none, refused'",
     ),
-    "fewer probes": (
-        "restore-searches-largest",
+    "a bound of the restore no longer checked": (
+        "gpu-restore-safe-complete",
         Patch(
-            "proofs.catalog.loops",
-            "restores_take_the_largest",
-            "probes = sorted({*every[-2:], *every[len(every) // 2 : len(every) // 2 + 1]})",
-            "probes = sorted({*every[-1:]})",
+            "proofs.catalog.restore",
+            "_unsafe_or_incomplete",
+            'if checks.fails("on the hit alignment", h % cached.layout.alignment == 0):',
+            "if False:",
         ),
-        "'gpu_restore, published as given'",
+        "'on the hit alignment' 0 times",
     ),
     "the stall no longer compared": (
         "prefill-condensed-is-explicit",

@@ -13,9 +13,9 @@ def _selected(manifest, tier):
 def test_slow_variants_leave_the_default_run_and_only_those():
     manifest = load_manifest()
     ci, slow = _selected(manifest, "ci"), _selected(manifest, "slow")
-    restore = "prefill-restore-published"
-    assert (restore, "pr457-guarded") in slow and (restore, "pr457-guarded") not in ci
-    assert (restore, "mutant:conversion-rounds-up") in ci and (restore, "baseline") in ci
+    groups = "groups-published-on-target-boundaries"
+    assert (groups, "pr457-guarded") in slow and (groups, "pr457-guarded") not in ci
+    assert (groups, "mutant:two-target-groups-only") in ci and (groups, "baseline") in ci
     assert ci.isdisjoint(slow) and ci | slow == _selected(manifest, "all")
     # Every mutant is still refuted in the default run.
     killed = {variant for _, variant in ci if variant.startswith("mutant:")}
@@ -26,7 +26,7 @@ def test_slow_must_name_variants_the_theorem_expects(tmp_path):
     text = MANIFEST.read_text(encoding="utf-8").replace('slow = ["pr457-guarded"]', 'slow = ["pr457-guardd"]')
     broken = tmp_path / "manifest.toml"
     broken.write_text(text, encoding="utf-8")
-    with pytest.raises(ManifestError, match="prefill-restore-published: slow must list variants"):
+    with pytest.raises(ManifestError, match="groups-published-on-target-boundaries: slow must list variants"):
         load_manifest(broken)
 
 

@@ -41,24 +41,21 @@ def test_a_mutant_equivalent_on_some_shapes_only_is_left_to_the_catalogue():
     result = _decided(
         "scheduler:last_cacheable_position:size-name:1",
         "block  ->  p.block",
-        only={"prefill-restore-safe"},
+        only={"guard-exact"},
         every_shape=False,
     )
-    assert result.theorems_run == 1  # prefill-restore-safe, decided for pr457-guarded only, not killing it
+    assert result.theorems_run == 1  # guard-exact, decided for pr457-guarded only, not killing it
     assert result.status == EQUIVALENT, result.reason
 
 
 @pytest.mark.parametrize(
     "ident, summary, theorem",
     [
-        # An empty hit restorable: the test's own safety notices.
-        ("reuse:gpu_restore_bounds:constant-1:0", "1  ->  0", "restore-test-safe"),
-        # The EAGLE block beyond required of unannotated draft groups too: completeness notices.
-        (
-            "reuse:gpu_restore_bounds:drop-conjunct:1",
-            "arith.all_of(eagle_drop, eagle_annotated)  ->  arith.all_of(eagle_drop)",
-            "prefill-restore-published",
-        ),
+        # The GPU prefix cache's lookup from every token of the later request: its safety notices.
+        ("prefix_cache:gpu_hit:constant-1:0", "1  ->  0", "gpu-restore-safe-complete"),
+        # The offload connector's cap a chunk short of the chunks it found: the chunk holding the hit is
+        # then one no group stored through.
+        ("offload:offload_hit:arith-1:4", "first + chunks  ->  (first + chunks - 1)", "offload-restore-safe"),
         # The 0.33.0 model converting an annotated EAGLE group as PR457 does.
         (
             "scheduler:last_cacheable_position:drop-conjunct:1",

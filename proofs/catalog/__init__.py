@@ -11,10 +11,11 @@ from proofs.catalog.loops import THEOREMS as LOOPS
 from proofs.catalog.plan import THEOREMS as PLAN
 from proofs.catalog.prefill import THEOREMS as PREFILL
 from proofs.catalog.recorded import THEOREMS as RECORDED
+from proofs.catalog.restore import THEOREMS as RESTORE
 from proofs.catalog.split import THEOREMS as SPLIT
 
 CATALOGUE: dict[str, Theorem] = {
-    t.name: t for t in (*GEOMETRY, *CONFIG, *PLAN, *SPLIT, *PREFILL, *GROUPS, *LOOPS, *RECORDED, *DEPLOY)
+    t.name: t for t in (*GEOMETRY, *CONFIG, *PLAN, *SPLIT, *PREFILL, *GROUPS, *RESTORE, *LOOPS, *RECORDED, *DEPLOY)
 }
 
 __all__ = ["CATALOGUE", "Obligation", "Theorem"]

@@ -1,12 +1,14 @@
 """Bounded theorems on the engine model's loops: a whole prefill
 (`run_prefill`), its condensing of long prefills, the Trace's views,
-`grid_period` and the two restore searches. No SMT query reads these loops;
-each theorem states a property over an explicit finite domain and is decided
-by running the engine model on every case of it (proofs/enumerated.py).
+`grid_period` and `Positions`. No SMT query reads these loops; each theorem
+states a property over an explicit finite domain and is decided by running
+the engine model on every case of it (proofs/enumerated.py). The restore's
+loops (the prefix cache's lookup, the offload connector's) are decided the
+same way in proofs/catalog/restore.py.
 
 Each property compares the loop with a reading built from the functions the
-Z3 theorems read (`prefill_step`, `prefill_end`, `state_column`, the
-restorable predicates), never a restated formula.
+Z3 theorems read (`prefill_step`, `prefill_end`, `state_column`, the prefix
+cache's keying functions), never a restated formula.
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ import json
 from functools import cache
 
 from models.geometry import Geometry, builtin_geometry_names, load_geometry, parse_geometry
+from models.offload import OffloadNotModelled, offload_groups
 from models.plan import Plan, plan
 from models.positions import Positions
 from models.prefill import BudgetError, grid_period, prefill_step, run_prefill, state_column
-from models.reuse import gpu_restorable, gpu_restore, offload_restorable, offload_restore
+from models.prefix_cache import hashed_tokens, keyed_block, layout
 from models.scheduler import prefill_end, split
 from models.variants import Variant
 from proofs.catalog.base import Theorem
@@ -403,7 +406,7 @@ def _resumes_at(r) -> int:
     return r.first + (r.times + 1) * r.length
 
 
-# --- grid_period: a shift by it changes no step and no restore test ------------
+# --- grid_period: a shift by it changes no step and no keying of the prefix cache ---
 
 SHIFT_BUDGETS = (5,)
 SHIFT_STRIDE = 3
@@ -416,25 +419,23 @@ def _shift_cases(_variant: Variant):
 
 def shift_by_grid_period(variant: Variant, case: Case) -> Verdict:
     """Far from the request's end, every position of one period: the step from c and from c + G (prompt and
-    tokens G further too), and each restore test of c and of c + G (cached and new tokens G further), agree."""
+    tokens G further too), and the prefix cache's keying of c and of c + G (the request's hashes, each
+    bucket's hashing horizon, the recurrent block a chunk ending at c leaves and how the calls after it and
+    after a next chunk hash it, every offload chunk grid's residue) agree, shifted."""
     checks = Checks()
     the_plan = _plan(variant, case)
-    geometry = the_plan.geometry
     period = grid_period(the_plan)
     if checks.fails("grid_period positive", period > 0):
         return checks.verdict(f"grid_period is {period}")
     base = 8 * period
     prompt = base + 6 * period
-    spans, eagle = the_plan.target_spans, geometry.eagle_spans()
     p = the_plan.split
-    blocks = geometry.deployment.offload_blocks_per_chunk
-    restore_tests = {
-        # position, and the cached and new tokens
-        "the GPU restore test": lambda q, n: gpu_restorable(q, True, spans, eagle, p.eagle_drop, p.lookahead, n, n),
-        "the offload restore test": lambda q, n: offload_restorable(
-            q, True, the_plan.cadence, spans, eagle, blocks, n, n
-        ),
-    }
+    cache = layout(the_plan)
+    try:
+        chunks = sorted({g.chunk for g in offload_groups(the_plan)})
+    except OffloadNotModelled:
+        chunks = []
+        checks.note("a connector setting the model does not cover")
     for c in range(base, base + period, SHIFT_STRIDE):
         for budget in SHIFT_BUDGETS:
             here = prefill_step(the_plan.variant, p, the_plan.cadence, c, budget, prompt, prompt)
@@ -448,109 +449,44 @@ def shift_by_grid_period(variant: Variant, case: Case) -> Verdict:
             ):
                 if checks.differ(name, shifted, unshifted):
                     return checks.verdict(f"{name} from {c} and from {c} + {period} differ (budget {budget})")
-        for name, test in restore_tests.items():
-            if checks.differ(name, test(c + period, prompt + period), test(c, prompt)):
-                return checks.verdict(f"{name} of {c} and of {c} + {period} differ")
+        failure = _keying_differs(checks, cache, c, prompt, period) or _chunk_residues_differ(checks, chunks, c, period)
+        if failure:
+            return checks.verdict(failure)
     return checks.verdict()
 
 
-# --- the restore searches take the largest restorable published position -------
-
-RESTORE_PROMPTS = range(120, 241, 60)
-RESTORE_WIDE_PROMPTS = (2_000,)
-EVERY_POSITION_UP_TO = 240
-
-
-def _restore_cases(_variant: Variant):
-    for name in ("g8", "g16-dcp2"):
-        for prompt in RESTORE_PROMPTS:
-            yield {"geometry": name, "prompt": prompt, "outputs": 0, "budgets": "37,29", "published": "trace"}
-    for prompt in RESTORE_WIDE_PROMPTS:
-        yield {"geometry": "g8-offload", "prompt": prompt, "outputs": 0, "budgets": "37,29", "published": "trace"}
-    for case in _builtin_cases():
-        yield {**case, "published": "trace"}
-    for name in ("g4-dcp2",):
-        prompt = EVERY_POSITION_UP_TO
-        yield {"geometry": name, "prompt": prompt, "outputs": 0, "budgets": "37,29", "published": "every"}
-
-
-def _probe_counts(probe: int, widths, lookahead: int, tokens: int):
-    """Cached and new token counts at the edges of every bound on `probe`, one bound binding at a time:
-    new the request's tokens and cached one below, at and one above the probe, or one below and at one
-    and two widths above it; or cached the request's tokens and new at the probe, one above it, lookahead
-    and one more above it."""
-    counts: dict[tuple[int, int], set[str]] = {}
-
-    def count(cached: int, new: int, kind: str) -> None:
-        counts.setdefault((cached, new), set()).add(kind)
-
-    for d in (-1, 0, 1):
-        count(max(0, probe + d), tokens, f"cached the probe {d:+d}")
-    for w in widths:
-        for k in (1, 2):
-            for e in (-1, 0):
-                count(max(0, probe + k * w + e), tokens, f"cached {k} widths above the probe {e:+d}")
-    for n, kind in (
-        (probe, "+0"),
-        (probe + 1, "+1"),
-        (probe + lookahead, "+lookahead"),
-        (probe + lookahead + 1, "+lookahead+1"),
-    ):
-        count(tokens, n, f"new the probe {kind}")
-    return [(cached, new, frozenset(kinds)) for (cached, new), kinds in sorted(counts.items())]
+def _keying_differs(checks: Checks, cache, c: int, tokens: int, period: int) -> str | None:
+    """The prefix cache's keying of c and of c + G, the request's tokens G further."""
+    hashes = hashed_tokens(tokens, cache.lookahead, cache.hash_block)
+    further = hashed_tokens(tokens + period, cache.lookahead, cache.hash_block)
+    if checks.differ("the request's hashes", further - period, hashes):
+        return f"the hashes of {tokens} and of {tokens} + {period} tokens differ by another amount"
+    for bucket in cache.buckets:
+        hashing = cache.hashing(bucket)
+        if checks.differ("a bucket's hashing horizon", hashing.cacheable(c + period) - period, hashing.cacheable(c)):
+            return f"the hashing horizon of a {bucket.span}-token bucket at {c} and at {c} + {period} differ"
+        if not bucket.recurrent:
+            continue
+        for following in (c, c + 1, c + bucket.span, c + 2 * bucket.span):
+            here = keyed_block(hashing, c, following, tokens, hashes, hashes)
+            there = keyed_block(hashing, c + period, following + period, tokens + period, further, further)
+            for name, shifted, unshifted in (
+                ("the recurrent block's key", there.key - period, here.key),
+                ("the recurrent block's state", there.held - period, here.held),
+                ("the recurrent block hashed after its chunk", there.in_own_call, here.in_own_call),
+                ("the recurrent block hashed after the next chunk", there.in_next_call, here.in_next_call),
+            ):
+                if checks.differ(name, shifted, unshifted):
+                    return f"{name}: a chunk ending at {c} and at {c} + {period} (the next at {following}) differ"
+    return None
 
 
-def restores_take_the_largest(variant: Variant, case: Case) -> Verdict:
-    """gpu_restore and offload_restore, on the published positions as progressions and one by one, equal
-    the largest published position the restorable predicate accepts (0: none), for cached and new token
-    counts at the edges of every bound on the last two published positions and one half way."""
-    the_plan = _plan(variant, case)
-    geometry = the_plan.geometry
-    tokens = _tokens(case)
-    if case["published"] == "every":
-        published = Positions([range(0, case["prompt"] + 1)])
-    else:
-        published = _trace(variant, case, condense_beyond=CONDENSE_BEYOND).published
-    every = list(published)
-    spans, eagle = the_plan.target_spans, geometry.eagle_spans()
-    p = the_plan.split
-    blocks = geometry.deployment.offload_blocks_per_chunk
-    widths = {*spans, *eagle, *(w * blocks for w in (the_plan.cadence, *spans, *eagle))}
-    probes = sorted({*every[-2:], *every[len(every) // 2 : len(every) // 2 + 1]})
-    downwards = every[::-1]
-    hits = 0
-    checks = Checks()
-    for probe in probes:
-        for cached, new, kinds in _probe_counts(probe, widths, p.lookahead, tokens):
-            for kind in kinds:
-                checks.note(f"probe: {kind}")
-            gpu = next(
-                (q for q in downwards if gpu_restorable(q, True, spans, eagle, p.eagle_drop, p.lookahead, cached, new)),
-                0,
-            )
-            offload = next(
-                (
-                    q
-                    for q in downwards
-                    if offload_restorable(q, True, the_plan.cadence, spans, eagle, blocks, cached, new)
-                ),
-                0,
-            )
-            for given, how in ((published, "as given"), (Positions.of(every), "one by one")):
-                for name, got, largest in (
-                    ("gpu_restore", gpu_restore(given, spans, eagle, p.eagle_drop, p.lookahead, cached, new), gpu),
-                    (
-                        "offload_restore",
-                        offload_restore(given, the_plan.cadence, spans, eagle, blocks, cached, new),
-                        offload,
-                    ),
-                ):
-                    if checks.differ(f"{name}, published {how}", got, largest):
-                        return checks.verdict(
-                            f"cached {cached}, new {new}, published {how}: {name} {got}, the largest accepted {largest}"
-                        )
-            hits += gpu > 0 and offload > 0
-    return checks.verdict(exercised=hits > 0 and not published.is_explicit)
+def _chunk_residues_differ(checks: Checks, chunks: list[int], c: int, period: int) -> str | None:
+    """Every offload group's chunk grid: c and c + G lie at the same place in their chunks."""
+    for chunk in chunks:
+        if checks.differ("an offload chunk grid's residue", (c + period) % chunk, c % chunk):
+            return f"{c} and {c} + {period} lie at other places of the {chunk}-token offload chunks"
+    return None
 
 
 # --- Positions answers as the explicit set of its positions --------------------------
@@ -680,8 +616,10 @@ THEOREMS = (
         "loops",
         "Bounded, by enumeration: grid_period G is positive, and far from the request's end a shift by G changes "
         "neither the step (models.prefill.prefill_step from c and from c + G, prompt and tokens G further: the "
-        "end G further, the same request and publication) nor the GPU and offload restore tests "
-        "(gpu_restorable, offload_restorable of c and c + G, cached and new tokens G further).",
+        "end G further, the same request and publication) nor the prefix cache's keying (models.prefix_cache: "
+        "the request's hashes, each bucket's hashing horizon, the key, state and hashing calls of the recurrent "
+        "block a chunk ending at c leaves, the next chunk ending at c, c + 1, c + R and c + 2R, all G further) "
+        "nor where c lies in every offload group's chunk (models.offload.offload_groups).",
         (),
         enumeration=Enumeration(
             f"geometries {SMALL_NAMES}; every position c = 8G + {SHIFT_STRIDE}k below 9G, with prompt = tokens "
@@ -689,28 +627,6 @@ THEOREMS = (
             f"{' | '.join(map(str, SHIFT_BUDGETS))}",
             _shift_cases,
             shift_by_grid_period,
-        ),
-    ),
-    Theorem(
-        "restore-searches-largest",
-        "loops",
-        "Bounded, by enumeration: gpu_restore and offload_restore (closed form: the largest published multiple "
-        "of the divisors' lcm at or below the lowest ceiling of models.reuse's restore bounds), given the "
-        "published positions as progressions or one by one, return the largest published position that "
-        "gpu_restorable / offload_restorable accepts (0 when none), scanned down every published position.",
-        (),
-        enumeration=Enumeration(
-            f"geometries g8, g16-dcp2 x prompts {RESTORE_PROMPTS.start}..{RESTORE_PROMPTS.stop - 1} in steps of "
-            f"{RESTORE_PROMPTS.step}, g8-offload x prompts {', '.join(map(str, RESTORE_WIDE_PROMPTS))}, and "
-            f"{BUILTINS}, budgets 37,29 (the built-ins their own), published positions those of the prefill "
-            f"condensed beyond {CONDENSE_BEYOND} step; and geometry g4-dcp2 with every position "
-            f"0..{EVERY_POSITION_UP_TO} published. Probes: the last two published positions and the middle one; "
-            "for each probe q, with new tokens N (the request's), cached tokens q - 1, q, q + 1 and q + kw - 1, "
-            "q + kw for k in 1, 2 and w every target and EAGLE span and every offload chunk; with cached "
-            "tokens N, new tokens q, q + 1, q + lookahead and q + lookahead + 1",
-            _restore_cases,
-            restores_take_the_largest,
-            "a condensed trace with a position both restores restore",
         ),
     ),
     Theorem(

@@ -4,22 +4,17 @@ produces real counterexample traces."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from models import arith
 from models.config import guard_accepts
 from models.prefill import initial_state_column, prefill_step, publishes, state_column
-from models.reuse import gpu_restorable, offload_restorable, published_gpu_restorable
-from models.scheduler import SplitCall, last_cacheable_position, max_prefill_tokens, prefill_end, split
+from models.scheduler import SplitCall, max_prefill_tokens, prefill_end, split
 from proofs.catalog.base import (
     ANY_SHAPES,
     GEOMETRY_VARS,
     SPLIT_CALL_VARS,
     SPLIT_PARAM_VARS,
-    AnyShape,
     Obligation,
     Theorem,
-    bools,
     call_domain,
     deployment,
     deployment_domain,
@@ -34,26 +29,11 @@ from proofs.solver import Claim
 # The split block comes from the deployment; the other scheduler inputs stay free.
 STEP_VARS = tuple(v for v in SPLIT_PARAM_VARS if v.name != "block") + SPLIT_CALL_VARS + GEOMETRY_VARS
 PUBLISH_VARS = GEOMETRY_VARS + ints("end", "tokens")
-RESTORE_VARS = (
-    tuple(v for v in SPLIT_PARAM_VARS if v.name != "block")
-    + GEOMETRY_VARS
-    + ints("prompt", "tokens", "new_tokens", "position")
-)
 # One step of run_prefill from an arbitrary state of a request's prefill.
 ENGINE_STEP_VARS = (
     tuple(v for v in SPLIT_PARAM_VARS if v.name != "block")
     + GEOMETRY_VARS
     + ints("computed", "budget", "prompt", "tokens", "scheduled")
-)
-SAFE_RESTORE_VARS = (
-    tuple(v for v in SPLIT_PARAM_VARS if v.name != "block")
-    + GEOMETRY_VARS
-    + ints("tokens", "new_tokens", "position")
-    + bools("published")
-)
-# One arbitrary target span and one EAGLE span, each standing for all of its kind.
-OFFLOAD_VARS = ints("cadence", "every_span", "every_eagle_span", size=True) + ints(
-    "position", "tokens", "new_tokens", "q_cadence", "q_span", "q_eagle"
 )
 UNROLL_STEPS = 2
 GEOMETRY_FLAGS = ("explicit", "sharded", "sharded2")
@@ -269,297 +249,6 @@ def same_checkpoints_step(variant, x):
     )
 
 
-def restorable_below_lcp(variant, x):
-    """Every checkpoint published at or below the last cacheable position is
-    restored by a later request with the same tokens or extending them."""
-    d, p, hypotheses = _setting(variant, x)
-    hypotheses.update(_none_annotated_without_drafts(d, x))
-    tokens, new_tokens, position = x["tokens"], x["new_tokens"], x["position"]
-    lcp = last_cacheable_position(variant, p, tokens)
-    hypotheses.update(
-        {
-            "prompt within request": arith.all_of(x["prompt"] >= 1, tokens >= x["prompt"]),
-            "a later request with the same tokens or extending them": new_tokens >= tokens,
-            "a published checkpoint": publishes(position, d.cadence, tokens),
-            "at or below the last cacheable position": position <= lcp,
-            # Only where the restore checks the EAGLE groups' block beyond:
-            # elsewhere the draft spans are left free, so a restore that
-            # checks them there too is refuted.
-            "draft spans divide the cadence under annotated EAGLE drop": arith.implies(
-                arith.all_of(p.eagle_drop, x["annotated"]),
-                arith.all_in(arith.each(d.draft_spans, lambda span: arith.divides(span, d.cadence))),
-            ),
-        }
-    )
-    goal = gpu_restorable(
-        position, True, d.target_spans, d.draft_spans, p.eagle_drop, p.lookahead, tokens, new_tokens, x["annotated"]
-    )
-    return Claim(
-        hypotheses=hypotheses,
-        goal=goal,
-        covers={
-            # Without draft groups none is annotated (a hypothesis above).
-            **({"EAGLE annotated": arith.all_of(p.eagle_drop, x["annotated"])} if d.draft_spans else {}),
-            "a checkpoint at the last cacheable position": position == lcp,
-        },
-    )
-
-
-def _none_annotated_without_drafts(d, x) -> dict:
-    """A shape without draft groups has no annotated EAGLE group."""
-    return {} if d.draft_spans else {"no draft group, so none annotated": arith.negate(x["annotated"])}
-
-
-def _restore_setting(variant, x):
-    """A cached request of `tokens` tokens and a later one of `new_tokens`
-    that extends it; `published`: the cached prefill published a checkpoint
-    at `position`, which then satisfies the step's publication rule. No
-    guard: the restore checks the target boundaries itself, so safety holds
-    for every variant, and pr457-guarded poses pr457's very queries."""
-    d, p, hypotheses = _setting(variant, x, guarded=False)
-    if isinstance(d.draft_spans, arith.Family):
-        # The one minimum over the draft groups (the EAGLE reuse bound of the last
-        # cacheable position) is attained at a member: the shape's least_draft_block.
-        d = replace(d, draft_spans=d.draft_spans.attaining())
-        p = replace(p, eagle_spans=d.draft_spans)
-    hypotheses.update(_none_annotated_without_drafts(d, x))
-    tokens, new_tokens, position = x["tokens"], x["new_tokens"], x["position"]
-    hypotheses["a later request extending the cached one"] = arith.all_of(tokens >= 1, new_tokens >= tokens)
-    hypotheses["what the cached prefill publishes"] = arith.implies(
-        x["published"], publishes(position, d.cadence, tokens)
-    )
-    return d, p, hypotheses
-
-
-def _within_tokens(position, tokens, accepted, eagle_beyond):
-    """`position <= tokens` where `accepted`: attained, except where an EAGLE
-    group must hold the chunk beyond the position (the offload connector's),
-    which keeps every restore a chunk short of the tokens."""
-    if eagle_beyond:
-        return arith.implies(accepted, position <= tokens)
-    return at_most(position, tokens, when=accepted)
-
-
-def _restored_safely(variant, x, d, p, restorable, eagle_beyond=False):
-    """A restored position is a published checkpoint, within the cached
-    request's tokens, on every target boundary, strictly below the later
-    request's tokens and, except under
-    EAGLE drop with no annotated group (whose one-recurrent-block backoff is
-    stricter than the restore itself, docs/engine-theorems.md), at or below
-    its last cacheable position."""
-    position, new_tokens = x["position"], x["new_tokens"]
-    lcp = last_cacheable_position(variant, p, new_tokens)
-    backoff_only = arith.all_of(p.eagle_drop, arith.negate(p.eagle_annotated))
-    return {
-        "a published checkpoint": arith.implies(restorable, x["published"]),
-        "within the cached request's tokens": _within_tokens(position, x["tokens"], restorable, eagle_beyond),
-        "on every target boundary": arith.implies(restorable, _on_targets(position, d.target_spans)),
-        "a token left to compute": below(position, new_tokens, when=restorable),
-        "at or below the last cacheable position": at_most(
-            position, lcp, when=arith.all_of(restorable, arith.negate(backoff_only))
-        ),
-    }
-
-
-def gpu_restore_safe(variant, x):
-    d, p, hypotheses = _restore_setting(variant, x)
-    restorable = gpu_restorable(
-        x["position"],
-        x["published"],
-        d.target_spans,
-        d.draft_spans,
-        p.eagle_drop,
-        p.lookahead,
-        x["tokens"],
-        x["new_tokens"],
-        x["annotated"],
-    )
-    return Claim(hypotheses=hypotheses, goal=_restored_safely(variant, x, d, p, restorable))
-
-
-def _offload_restore_safe(variant, x, annotated):
-    """The offload connector: a KV connector, so no hash lookahead (vLLM 0.33.0
-    v1/core/sched/scheduler.py:546-662); its EAGLE groups are the annotated ones. Chunks of one block,
-    as every built-in deployment runs: with blocks per chunk symbolic too, the
-    span products left both offload obligations UNKNOWN within 20,000,000."""
-    x = {**x, "annotated": annotated}
-    d, p, hypotheses = _restore_setting(variant, x)
-    hypotheses["a KV connector: no hash lookahead"] = x["lookahead"] == 0
-    restorable = offload_restorable(
-        x["position"],
-        x["published"],
-        d.cadence,
-        d.target_spans,
-        d.draft_spans if annotated else (),
-        1,
-        x["tokens"],
-        x["new_tokens"],
-    )
-    return Claim(hypotheses=hypotheses, goal=_restored_safely(variant, x, d, p, restorable, eagle_beyond=annotated))
-
-
-def _test_setting(variant, x):
-    """A position put to a restore's test as gpu_restore and offload_restore
-    put every published one, with nothing assumed of it."""
-    d, p, hypotheses = _setting(variant, x, guarded=False)
-    hypotheses["a later request extending the cached one"] = arith.all_of(
-        x["tokens"] >= 1, x["new_tokens"] >= x["tokens"]
-    )
-    return d, p, hypotheses
-
-
-def _test_admits_only(x, d, accepted, eagle_checked):
-    """What a restore's test admits, whatever position it is asked about:
-    at least one token, on every target boundary, strictly below the later
-    request's tokens, and, where it checks the EAGLE group, with the draft
-    block beyond the position cached."""
-    position = x["position"]
-    return {
-        "at least one token": at_least(position, 1, when=accepted),
-        "on every target boundary": arith.implies(accepted, _on_targets(position, d.target_spans)),
-        "a token left to compute": below(position, x["new_tokens"], when=accepted),
-        "the draft block beyond it cached": arith.implies(
-            arith.all_of(accepted, eagle_checked),
-            arith.all_in(position + span <= x["tokens"] for span in d.draft_spans),
-        ),
-    }
-
-
-def gpu_restore_test_safe(variant, x):
-    d, p, hypotheses = _test_setting(variant, x)
-    accepted = published_gpu_restorable(
-        x["position"], d.target_spans, d.draft_spans, p.eagle_drop, p.lookahead, x["tokens"], x["new_tokens"]
-    )
-    # With no annotated EAGLE group (gpu_restorable's test annotates exactly the draft groups it is given),
-    # vLLM 0.33.0 counts every attention group as one under EAGLE drop (section 4.4): each drops its block
-    # beyond the position.
-    unannotated_drop = arith.all_of(p.eagle_drop, not d.draft_spans)
-    return Claim(
-        hypotheses=hypotheses,
-        goal={
-            **_test_admits_only(x, d, accepted, p.eagle_drop),
-            "every target block beyond it cached, under EAGLE drop with no annotated group": arith.implies(
-                arith.all_of(accepted, unannotated_drop),
-                arith.all_in(x["position"] + span <= x["tokens"] for span in d.target_spans),
-            ),
-        },
-        covers={"a later request of the cached tokens": x["new_tokens"] == x["tokens"]},
-    )
-
-
-def _offload_restore_test_safe(variant, x, with_eagle):
-    """Chunks of one block, as in offload safety; one annotated EAGLE group,
-    or none. The connector also restores only what it stored: the position
-    is on the recurrent chunk grid and every target group's chunks through
-    it are stored, so within the cached request."""
-    d, _, hypotheses = _test_setting(variant, x)
-    position = x["position"]
-    eagle_spans = d.draft_spans if with_eagle else ()
-    accepted = offload_restorable(
-        position, True, d.cadence, d.target_spans, eagle_spans, 1, x["tokens"], x["new_tokens"]
-    )
-    return Claim(
-        hypotheses=hypotheses,
-        goal={
-            **_test_admits_only(x, d, accepted, with_eagle),
-            "on the recurrent grid": arith.implies(accepted, arith.divides(d.cadence, position)),
-            "within the cached request's tokens": _within_tokens(position, x["tokens"], accepted, with_eagle),
-        },
-    )
-
-
-def offload_restore_test_safe(variant, x):
-    return _offload_restore_test_safe(variant, x, with_eagle=True)
-
-
-def offload_restore_test_safe_without_eagle(variant, x):
-    return _offload_restore_test_safe(variant, x, with_eagle=False)
-
-
-OFFLOAD_CHUNK_BLOCKS = 2
-
-
-def offload_restore_test_on_chunks(variant, x):
-    """Chunks of more than one block: the connector stores a group's state or
-    blocks only a whole chunk at a time, so what its test admits lies on every
-    group's chunk grid (the recurrent one: cadence x blocks per chunk), not
-    just on the block grid."""
-    d, _, hypotheses = _test_setting(variant, x)
-    position = x["position"]
-    accepted = offload_restorable(
-        position, True, d.cadence, d.target_spans, d.draft_spans, OFFLOAD_CHUNK_BLOCKS, x["tokens"], x["new_tokens"]
-    )
-
-    def on_chunks(sizes):
-        return arith.implies(
-            accepted, arith.all_in(arith.divides(size * OFFLOAD_CHUNK_BLOCKS, position) for size in sizes)
-        )
-
-    return Claim(
-        hypotheses=hypotheses,
-        goal={
-            "on the recurrent chunk grid": on_chunks((d.cadence,)),
-            "on every target group's chunk grid": on_chunks(d.target_spans),
-            "on every draft group's chunk grid": on_chunks(d.draft_spans),
-        },
-    )
-
-
-def offload_restore_safe(variant, x):
-    return _offload_restore_safe(variant, x, annotated=False)
-
-
-def offload_restore_safe_with_eagle(variant, x):
-    return _offload_restore_safe(variant, x, annotated=True)
-
-
-def _offload_restores_published(variant, x, annotated):
-    """The converse of offload safety, for any group spans and any number of
-    target and EAGLE groups: the connector restores every checkpoint the
-    cached prefill published on every group's chunk grid, below the cached
-    request's last token, and, with EAGLE groups, a chunk below its end (an
-    EAGLE group drops one). Chunks of one block, as in offload safety. One
-    arbitrary target span and one EAGLE span stand for all
-    (models.arith.Family): the restore's test is a conjunction of bounds
-    over every group, each hypothesis one per group (docs/groups.md)."""
-    cadence, position = x["cadence"], x["position"]
-    target_spans = arith.Family((x["every_span"],))
-    eagle_spans = arith.Family((x["every_eagle_span"],)) if annotated else ()
-    tokens, new_tokens = x["tokens"], x["new_tokens"]
-    # Each group's span with the index of its chunk at the position.
-    grids = ((cadence, x["q_cadence"]), (x["every_span"], x["q_span"]))
-    grids += ((x["every_eagle_span"], x["q_eagle"]),) if annotated else ()
-    hypotheses = {
-        "sizes positive": arith.all_in(span >= 1 for span, _ in grids),
-        "a later request extending the cached one": arith.all_of(tokens >= 1, new_tokens >= tokens),
-        "a checkpoint the cached prefill published": publishes(position, cadence, tokens),
-        "on every group's chunk grid": arith.all_in(
-            arith.all_of(position == arith.multiple(chunk, span), chunk >= 1) for span, chunk in grids
-        ),
-        "below the cached request's last token": position <= tokens - 1,
-    }
-    if annotated:
-        hypotheses["each EAGLE group holds the chunk beyond"] = arith.all_in(
-            arith.each(eagle_spans, lambda span: position + span <= tokens)
-        )
-    restorable = offload_restorable(position, True, cadence, target_spans, eagle_spans, 1, tokens, new_tokens)
-    # At every hypothesis's edge at once: a narrowed one leaves it unreachable.
-    edge = arith.all_of(*(span == 1 for span, _ in grids), position == 1, tokens == 2)
-    return Claim(
-        hypotheses=hypotheses,
-        goal=restorable,
-        covers={"one-token blocks, the first of a cached request's two tokens restored": edge},
-    )
-
-
-def offload_restores_published(variant, x):
-    return _offload_restores_published(variant, x, annotated=False)
-
-
-def offload_restores_published_with_eagle(variant, x):
-    return _offload_restores_published(variant, x, annotated=True)
-
-
 def prefill_ends_where_decode_begins(variant, x):
     """Which tokens the engine's step computes as prefill, from any state of
     a request (fresh, or resumed with `tokens - prompt` output tokens to
@@ -662,11 +351,6 @@ def step_slots(variant, x):
     )
 
 
-# Restore safety reads the least EAGLE reuse bound (the last cacheable
-# position): its draft family carries the member attaining it.
-RESTORE_SHAPES = (AnyShape(drafts=True, least_draft=True), AnyShape(drafts=False))
-
-
 def _any_shapes(variables, formula, name: str = "step", shapes=ANY_SHAPES, **options) -> tuple[Obligation, ...]:
     """An obligation per shape of any number of groups: by default with
     draft groups and with none (base.ANY_SHAPES)."""
@@ -710,91 +394,6 @@ THEOREMS = (
         "(docs/groups.md).",
         # Without the lemma families: they only widen this query's search.
         _any_shapes(STEP_VARS + ints("published_count"), same_checkpoints_step, lemmas=False),
-    ),
-    Theorem(
-        "prefill-restore-published",
-        "prefill",
-        "A later request with the same tokens, or extending them, restores every checkpoint published at or "
-        "below the cached request's last cacheable position, and so the last of them. For any number of cache "
-        "groups (docs/groups.md).",
-        _any_shapes(
-            RESTORE_VARS,
-            restorable_below_lcp,
-            "main",
-            # Without Z3's monomial-order lemmas: 1,330,000 rlimit for
-            # pr457-guarded instead of 1,440,000. Unsplit: a split on the
-            # flags costs more on these shapes.
-            solver_options=(("smt.arith.nl.order", False),),
-        ),
-    ),
-    Theorem(
-        "prefill-restore-safe",
-        "prefill",
-        "Whatever a later request extending a cached one restores, from the GPU prefix cache or through the "
-        "native offload connector, is a checkpoint the cached prefill published, on every target boundary, "
-        "strictly below the later request's tokens and at or below its last cacheable position (except under "
-        "EAGLE drop with no annotated group). For any number of cache groups (docs/groups.md).",
-        (
-            *_any_shapes(
-                SAFE_RESTORE_VARS,
-                gpu_restore_safe,
-                "gpu",
-                # Unsplit, and offload-eagle split on EAGLE drop alone: 4.7
-                # million rlimit for pr457-guarded against 5.2 million split on
-                # the three flags and on two.
-                shapes=RESTORE_SHAPES,
-            ),
-            *_any_shapes(
-                SAFE_RESTORE_VARS,
-                offload_restore_safe,
-                "offload",
-                case_split=("explicit", "eagle_drop"),
-                shapes=RESTORE_SHAPES,
-            ),
-            # An EAGLE group annotated for the connector: only with draft groups.
-            *_any_shapes(
-                SAFE_RESTORE_VARS,
-                offload_restore_safe_with_eagle,
-                "offload-eagle",
-                case_split=("eagle_drop",),
-                shapes=RESTORE_SHAPES[:1],
-            ),
-        ),
-    ),
-    Theorem(
-        "restore-test-safe",
-        "prefill",
-        "The test each restore puts to a position, taking it as published (models.reuse: gpu_restore's and "
-        "offload_restore's), admits only a position of at least one token, on every target boundary, strictly "
-        "below the later request's tokens, with the EAGLE group's block beyond it cached where it is checked; "
-        "the offload connector's, only a position on the recurrent chunk grid within the cached request, and, "
-        f"with chunks of {OFFLOAD_CHUNK_BLOCKS} blocks, on every group's chunk grid (cadence or span x blocks). "
-        "For any number of cache groups (docs/groups.md).",
-        (
-            # Two target groups and one draft group first: a restore that reads target groups by
-            # position is refuted there, where a family of groups makes it an ERROR.
-            Obligation("gpu", SAFE_RESTORE_VARS, gpu_restore_test_safe, case_split=("explicit", "eagle_drop")),
-            # The refutation of a mutant probes the obligations in this order: the offload test
-            # without EAGLE first, where a fault in it shows first.
-            *_any_shapes(
-                SAFE_RESTORE_VARS, offload_restore_test_safe_without_eagle, "offload-plain", case_split=("explicit",)
-            ),
-            *_any_shapes(SAFE_RESTORE_VARS, gpu_restore_test_safe, "gpu", case_split=("explicit", "eagle_drop")),
-            *_any_shapes(SAFE_RESTORE_VARS, offload_restore_test_safe, "offload", case_split=("explicit",)),
-            *_any_shapes(SAFE_RESTORE_VARS, offload_restore_test_on_chunks, "offload-chunks"),
-        ),
-    ),
-    Theorem(
-        "prefill-offload-restores-published",
-        "prefill",
-        "The native offload connector restores every checkpoint a cached prefill published on every group's "
-        "chunk grid below the cached request's last token, for any later request extending it; with EAGLE "
-        "groups, one whose chunk beyond is cached in each. Chunks of one block; for any number of target and "
-        "EAGLE groups (docs/groups.md).",
-        (
-            Obligation("plain", OFFLOAD_VARS, offload_restores_published),
-            Obligation("eagle", OFFLOAD_VARS, offload_restores_published_with_eagle),
-        ),
     ),
     Theorem(
         "prefill-end",

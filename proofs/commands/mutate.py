@@ -13,7 +13,18 @@ from proofs.mutation import source as source_comparisons
 from proofs.mutation.operators import DEFAULT_MODULES, OPERATORS, generate
 from proofs.mutation.run import DEFAULT_TIMEOUT, GAP, mutated_functions, run_mutants, sample, summary
 
-MODULES = ("config", "plan", "scheduler", "prefill", "reuse", "geometry", "positions", "deploy", "hf_config")
+MODULES = (
+    "config",
+    "plan",
+    "scheduler",
+    "prefill",
+    "prefix_cache",
+    "offload",
+    "geometry",
+    "positions",
+    "deploy",
+    "hf_config",
+)
 
 
 def _percent(text: str) -> float:

@@ -51,7 +51,7 @@ OPERATORS = (
 # The engine's semantics; arith (the arithmetic both readings share), variants
 # (data), errors and geometry (file parsing and validation) are not mutated
 # unless named.
-DEFAULT_MODULES = ("config", "plan", "scheduler", "prefill", "reuse")
+DEFAULT_MODULES = ("config", "plan", "scheduler", "prefill", "prefix_cache", "offload")
 
 _RELATIONAL = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq}
 _SWAPPED_CALLS = {
