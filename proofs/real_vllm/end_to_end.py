@@ -6,25 +6,36 @@ shares only the first `shared` tokens. The model's answers (`simulate`'s engine 
 ends, what the prefix cache keeps per group, the restored prefix) are compared with what the real
 scheduler does (`proofs.real_vllm.engine`). A disagreement names the case and the commands that
 reproduce it.
+
+Under a variant of PR457 the real side is vLLM 0.33.0 with the project's patch of that name
+(patches/vllm-0.33.0/), run in a process of its own (`PatchedCases`, proofs/real_vllm/patched.py);
+the Mamba groups are built at the variant's cadence, an explicit --mamba-block-size is given to
+`CacheConfig`, and a geometry the variant's configuration check refuses is one the patched
+`Scheduler` refuses with its ValueError (`Observation.rejected` on both sides).
 """
 
 from __future__ import annotations
 
 import math
+import os
 import random
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from models.deploy import geometry_toml
+from models.errors import GridproofError
 from models.geometry import RECURRENT, Geometry
 from models.offload import OffloadNotModelled, offload_hit
-from models.plan import Plan, checked_plan
+from models.plan import ConfigurationRejected, Plan, checked_plan, plan
 from models.prefill import run_prefill
 from models.prefix_cache import LookupFailure, cached_prefix, gpu_hit
-from models.variants import BASELINE, Variant
+from models.variants import BASELINE, VARIANTS, Variant
 
 RESEND, EXTEND, DIVERGE = "resend", "extend", "diverge"
 STALLED = "stalled"  # the request's prefill never ends: no later request is run
+# The start of the ValueError the pr457-guarded patch's configuration check raises in Scheduler.__init__.
+GUARD_REFUSAL = "Mamba block size (--mamba-block-size)"
 LATER_KINDS = (RESEND, EXTEND, DIVERGE)
 
 
@@ -56,9 +67,12 @@ class Case:
         later = {RESEND: "resend", EXTEND: f"extend by {self.extra:,}", DIVERGE: f"share {self.shared:,}"}
         return f"{self.geometry.name}: budget {self.budget:,}, prompt {self.prompt:,}, later {later[self.later]}"
 
-    def reproduce(self, path: str = "case.toml") -> str:
-        """Commands that reproduce the case, with the geometry written to `path`."""
+    def reproduce(self, path: str = "case.toml", variant: Variant = BASELINE) -> str:
+        """Commands that reproduce the case, with the geometry written to `path`: the model's answer
+        under `variant`, and the real engine's (patched with the variant's patch, unless baseline)."""
         flags = f"--budget {self.budget} --prompt-tokens {self.prompt}"
+        if variant.name != BASELINE.name:
+            flags += f" --variant {variant.name}"
         return (
             f"cat > {path} <<'EOF'\n{geometry_toml(self.deployment)}EOF\n"
             f"gridproof simulate {path} {flags} --json\n"
@@ -77,6 +91,11 @@ class Observation:
     hit: int | str = 0  # tokens the later request is restored from the GPU prefix cache; the error vLLM raises
     offload: int | str | None = None  # an identical resend's load from the offload connector alone; None: not asked
     offered: list[int] | None = None  # recurrent states the GPU cache hands the connector; None: not asked
+    # The configuration check's refusal (the model's ConfigurationRejected, the patched Scheduler's
+    # ValueError): nothing else is observed. None: accepted.
+    rejected: str | None = None
+    # The real side: each recurrent group's keyed positions (the model keys every one alike, `recurrent`).
+    recurrent_by_group: dict[int, list[int]] = field(default_factory=dict)
 
     def as_json(self) -> dict:
         return {
@@ -86,6 +105,8 @@ class Observation:
             "hit": self.hit,
             "offload": self.offload,
             "offered": self.offered,
+            "rejected": self.rejected,
+            "recurrent_by_group": {str(k): v for k, v in self.recurrent_by_group.items()},
         }
 
 
@@ -95,7 +116,10 @@ def model_plan(case: Case, variant: Variant = BASELINE) -> Plan:
 
 def model_observation(case: Case, variant: Variant = BASELINE) -> Observation:
     """The engine model's answer (what `gridproof simulate` runs)."""
-    p = model_plan(case, variant)
+    try:
+        p = model_plan(case, variant)
+    except ConfigurationRejected as refused:
+        return Observation(chunk_ends=[], recurrent=[], rejected=str(refused))
     trace = run_prefill(p, case.budget, prompt_tokens=case.prompt)
     if trace.stalled_at is not None:
         return Observation(chunk_ends=list(trace.chunk_ends), recurrent=[], hit=STALLED)
@@ -148,18 +172,54 @@ def later_request(case: Case, prompt: list[int], fresh: Callable[[int, int], lis
     return [*prompt[: case.shared], *fresh(case.extra, case.prompt + 2)]
 
 
-class RealCases:
-    """Runs cases on the real scheduler, one engine per case (nothing cached by another case)."""
+class VariantEngineMismatch(GridproofError):
+    """A variant asked of a vLLM that does not carry its patch (or carries one the baseline lacks)."""
 
-    def __init__(self) -> None:
+
+def patch_for(variant: Variant) -> str | None:
+    """The project's patch a variant's real engine carries: None for the release as shipped."""
+    if variant.name == BASELINE.name:
+        return None
+    if variant.name in VARIANTS:
+        return variant.name
+    raise VariantEngineMismatch(f"variant {variant.name}: no real engine runs it (baseline, pr457, pr457-guarded)")
+
+
+class RealCases:
+    """Runs cases on the real scheduler, one engine per case (nothing cached by another case), in
+    this process: the vLLM it imports must carry the variant's patch (none for the baseline;
+    `PatchedCases` runs a patched one in a process of its own)."""
+
+    def __init__(self, check_engine: bool = True) -> None:
         from proofs.real_vllm import engine
 
         self._engine = engine
+        self._checked: set[str] = set()
+        self._check = check_engine  # False: a tree given by path, whatever patch it carries
+
+    def _check_engine(self, variant: Variant) -> None:
+        if variant.name in self._checked or not self._check:
+            return
+        from proofs.real_vllm import quietly
+        from proofs.real_vllm.patched import loaded_patch
+
+        wanted, loaded = patch_for(variant), quietly(loaded_patch)
+        if wanted != loaded:
+            have = f"vLLM 0.33.0 with {loaded}.diff" if loaded else "vLLM 0.33.0 as released"
+            need = f"with patches/vllm-0.33.0/{wanted}.diff (PatchedCases)" if wanted else "as released"
+            raise VariantEngineMismatch(f"variant {variant.name} runs on vLLM 0.33.0 {need}; this process has {have}")
+        self._checked.add(variant.name)
 
     def observe(self, case: Case, variant: Variant = BASELINE) -> Observation:
         engine = self._engine
+        self._check_engine(variant)
         setting = engine.EngineSetting.of(case.deployment, case.budget, variant)
-        real = engine.RealEngine(setting, num_blocks=engine.blocks_for(setting, case.prompt, case.later_tokens[1]))
+        try:
+            real = engine.RealEngine(setting, num_blocks=engine.blocks_for(setting, case.prompt, case.later_tokens[1]))
+        except ValueError as refused:
+            if not str(refused).startswith(GUARD_REFUSAL):
+                raise
+            return Observation(chunk_ends=[], recurrent=[], rejected=str(refused))
         prompt = engine.prompt_tokens(case.prompt, seed=1)
         try:
             first = real.run(prompt)
@@ -171,13 +231,15 @@ class RealCases:
             ).hit
         except IndexError:
             hit = "IndexError"
-        recurrent, attention = [], {}
+        recurrent, attention, by_group = [], {}, {}
         for index, group in enumerate(setting.groups):
             if group.kind == RECURRENT:
-                recurrent = first.keyed[index]
+                recurrent = by_group[index] = first.keyed[index]
             else:
                 attention[index] = first.keyed[index]
-        observed = Observation(chunk_ends=first.chunk_ends, recurrent=recurrent, attention=attention, hit=hit)
+        observed = Observation(
+            chunk_ends=first.chunk_ends, recurrent=recurrent, attention=attention, hit=hit, recurrent_by_group=by_group
+        )
         if asks_offload(case):
             self._offload(case, setting, prompt, observed)
         return observed
@@ -192,8 +254,55 @@ class RealCases:
         observed.offered = restore.first.offered[recurrent[0]]
 
 
+class PatchedCases:
+    """`RealCases` on vLLM 0.33.0 with one of the project's patches, in a worker process whose
+    `vllm` is the patched tree (proofs/real_vllm/patched.py). One worker per patch; `observe`
+    runs a case on the worker of the variant's patch. With `tree` (a vLLM tree given by path, a
+    reviewer's branch), every variant runs on that tree's one worker."""
+
+    def __init__(self, tree: str | None = None) -> None:
+        self._workers: dict[str, object] = {}
+        self.tree = tree
+
+    def worker(self, patch: str | None):
+        from proofs.real_vllm.patched import TREE, PatchedEngine
+
+        key = TREE if self.tree is not None else patch
+        if key not in self._workers:
+            self._workers[key] = PatchedEngine(tree=self.tree) if self.tree is not None else PatchedEngine(patch)
+        return self._workers[key]
+
+    def observe(self, case: Case, variant: Variant) -> Observation:
+        patch = patch_for(variant)
+        if patch is None and self.tree is None:
+            raise VariantEngineMismatch("the baseline runs on vLLM 0.33.0 as released: RealCases")
+        return self.worker(patch).call("proofs.real_vllm.end_to_end:observe_here", case, variant.name)
+
+    def close(self) -> None:
+        for worker in self._workers.values():
+            worker.close()
+        self._workers.clear()
+
+
+_HERE: list[RealCases] = []
+
+
+def observe_here(case: Case, variant: str) -> Observation:
+    """A case on this process's vLLM (a patched worker's entry point)."""
+    if not _HERE:
+        from proofs.real_vllm.patched import TREE, WORKER_ENV
+
+        _HERE.append(RealCases(check_engine=os.environ.get(WORKER_ENV) != TREE))
+    return _HERE[0].observe(case, VARIANTS[variant])
+
+
 def differences(model: Observation, real: Observation) -> list[str]:
     """What the model says differently from the real engine, one line each."""
+    if model.rejected is not None or real.rejected is not None:
+        if (model.rejected is None) == (real.rejected is None):
+            return []
+        said = {True: "rejects it", False: "accepts it"}
+        return [f"configuration: gridproof {said[model.rejected is not None]}, vLLM {said[real.rejected is not None]}"]
     found = []
     for name in ("chunk_ends", "recurrent", "hit", "offload", "offered"):
         mine, theirs = getattr(model, name), getattr(real, name)
@@ -205,6 +314,9 @@ def differences(model: Observation, real: Observation) -> list[str]:
             extra = sorted(set(mine or ()) - set(theirs))[:4]
             missing = sorted(set(theirs) - set(mine or ()))[:4]
             found.append(f"attention group {group} keys: gridproof also {extra}, misses {missing}")
+    for group, theirs in real.recurrent_by_group.items():
+        if theirs != model.recurrent:
+            found.append(f"recurrent group {group} keys: gridproof {_short(model.recurrent)}, vLLM {_short(theirs)}")
     return found
 
 
@@ -220,10 +332,15 @@ class Outcome:
     differences: list[str]
 
 
-def compare_all(cases: Iterable[Case], real: RealCases, progress: Callable[[int, Outcome], None] | None = None):
-    """Every case compared; yields each outcome."""
+def compare_all(
+    cases: Iterable[Case],
+    real: RealCases | PatchedCases,
+    progress: Callable[[int, Outcome], None] | None = None,
+    variant: Variant = BASELINE,
+):
+    """Every case compared under `variant`; yields each outcome."""
     for number, case in enumerate(cases, 1):
-        outcome = Outcome(case, differences(model_observation(case), real.observe(case)))
+        outcome = Outcome(case, differences(model_observation(case, variant), real.observe(case, variant)))
         if progress is not None:
             progress(number, outcome)
         yield outcome
@@ -251,11 +368,14 @@ def boundary_lengths(p: Plan, limit: int, rng: random.Random, randoms: int = 4) 
     return sorted(x for x in points if 1 <= x <= limit)
 
 
-def cases_for(geometry: Geometry, budgets: Iterable[int], limit: int, rng: random.Random) -> Iterator[Case]:
-    """Cases of one geometry: every boundary length, each resent; some extended or diverging."""
+def cases_for(
+    geometry: Geometry, budgets: Iterable[int], limit: int, rng: random.Random, variant: Variant = BASELINE
+) -> Iterator[Case]:
+    """Cases of one geometry: every boundary length (on the grids `variant` resolves, a refused
+    configuration's too), each resent; some extended or diverging."""
     for budget in budgets:
-        p = checked_plan(
-            BASELINE, replace(geometry, deployment=replace(geometry.deployment, max_num_scheduled_tokens=budget))
+        p = (checked_plan if variant.name == BASELINE.name else plan)(
+            variant, replace(geometry, deployment=replace(geometry.deployment, max_num_scheduled_tokens=budget))
         )
         for prompt in boundary_lengths(p, limit, rng):
             yield Case(geometry, budget, prompt)
@@ -281,9 +401,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--later", choices=LATER_KINDS, default=RESEND)
     parser.add_argument("--shared", type=int, default=0)
     parser.add_argument("--extra", type=int, default=0)
+    parser.add_argument(
+        "--variant",
+        choices=list(VARIANTS),
+        default=BASELINE.name,
+        help="the model's variant; pr457 and pr457-guarded run on vLLM 0.33.0 with the patch of that name",
+    )
     args = parser.parse_args(argv)
-    case = Case(load_geometry(args.geometry), args.budget, args.prompt_tokens, args.later, args.shared, args.extra)
-    model, real = model_observation(case), RealCases().observe(case)
+    variant = VARIANTS[args.variant]
+    try:
+        case = Case(load_geometry(args.geometry), args.budget, args.prompt_tokens, args.later, args.shared, args.extra)
+        model = model_observation(case, variant)
+        if patch_for(variant) is None:
+            real = RealCases().observe(case, variant)
+        else:
+            patched = PatchedCases()
+            try:
+                real = patched.observe(case, variant)
+            finally:
+                patched.close()
+    except GridproofError as error:
+        print(error, file=sys.stderr)
+        return 2
     print(
         json.dumps(
             {"gridproof": model.as_json(), "vllm": real.as_json(), "differences": differences(model, real)}, indent=1
@@ -293,4 +432,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    # Run as the module proper, so that a case pickled for a patched worker names its real class.
+    from proofs.real_vllm import end_to_end
+
+    raise SystemExit(end_to_end.main())

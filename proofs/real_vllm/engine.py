@@ -126,6 +126,10 @@ class EngineSetting:
     retention: int | None
     groups: tuple[GroupSetting, ...]
     offload_blocks_per_chunk: int = 1  # the OffloadingConnector's blocks_per_chunk (with offload=True)
+    # An explicit --mamba-block-size, given as `CacheConfig(mamba_block_size=...)` (None: not given). Set
+    # only for a variant that keeps it (PR457, whose patch records the explicit bit): vLLM 0.33.0's
+    # platform overwrites it with the block in align mode, so the baseline engine is built without it.
+    mamba_block_size: int | None = None
 
     @classmethod
     def of(cls, geometry: Geometry, budget: int, variant: Variant = BASELINE) -> EngineSetting:
@@ -149,6 +153,7 @@ class EngineSetting:
             retention=d.prefix_cache_retention_interval,
             groups=tuple(groups),
             offload_blocks_per_chunk=d.offload_blocks_per_chunk,
+            mamba_block_size=d.mamba_block_size if variant.keeps_explicit_cadence else None,
         )
 
 
@@ -251,6 +256,7 @@ class RealEngine:
             prefix_cache_retention_interval=s.retention,
             prefix_match_unit=s.hash_block_size or None,
             enable_mamba_shared_prefix_checkpoint=s.shared_prefix_checkpoint,
+            **({} if s.mamba_block_size is None else {"mamba_block_size": s.mamba_block_size}),
         )
         transfer = KVTransferConfig(**offload_transfer_config(s, offload_tier)) if offload else None
         config = VllmConfig(
@@ -261,6 +267,12 @@ class RealEngine:
             kv_transfer_config=transfer,
         )
         config.parallel_config.decode_context_parallel_size = s.dcp_size
+        # The explicit bit PR457's patch records (None on a release without it), and the cadence kept.
+        self.explicit_cadence = getattr(config.cache_config, "user_specified_mamba_block_size", None)
+        if s.mamba_block_size is not None and config.cache_config.mamba_block_size != s.mamba_block_size:
+            raise RuntimeError(
+                f"--mamba-block-size {s.mamba_block_size} became {config.cache_config.mamba_block_size} in VllmConfig"
+            )
         has_draft = any(g.kind == DRAFT for g in s.groups)
         speculative = speculative_stand_in(s.eagle_block_drop, s.lookahead, s.prefill_lookahead, has_draft)
         object.__setattr__(config, "speculative_config", speculative)
@@ -284,6 +296,7 @@ class RealEngine:
                 head_size=1,
                 dtype=torch.float32,
                 dcp_sharded=group.dcp_sharded,
+                is_draft=group.kind == DRAFT,  # as the model runner marks a drafter's layers (compare=False)
             )
 
         kv_cache_config = KVCacheConfig(
