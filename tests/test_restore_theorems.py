@@ -154,3 +154,22 @@ def test_the_recorded_pr457_counterexample_is_the_smallest_a_concrete_search_fin
                             size = (tokens, prompt, cadence, draft, budget)
                             smallest = min(smallest or (size, values), (size, values), key=lambda s: s[0])
     assert smallest is not None and smallest[1] == base
+
+
+def test_a_fault_in_the_positions_a_condensed_prefill_keys_is_refuted():
+    theorem = CATALOGUE["cache-condensed-is-explicit"]
+    entry = run_theorem(theorem, "mutant:cache-positions-one-repetition-short", REFUTED)
+    assert entry.verdict == REFUTED and entry.ok, entry.reason
+    assert "the cache's keys differ" in entry.reason
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="cached_prefix reads the last chunk end off the explicit chunks only: a condensed prefill whose "
+    "repeat runs to its end keys its attention blocks only up to the last explicit chunk (the manifest's "
+    "cache-condensed-is-explicit / baseline is REFUTED by it)",
+)
+def test_the_cache_of_a_prefill_condensed_to_its_end_is_the_explicit_ones():
+    case = {"geometry": "g8-simple-checkpoints", "retention": 0, "budgets": "24", "prompt": 48}
+    with in_effect("baseline") as variant:
+        assert CATALOGUE["cache-condensed-is-explicit"].enumeration.check(variant, case).failure is None

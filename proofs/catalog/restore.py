@@ -22,7 +22,7 @@ from models import arith
 from models.geometry import Geometry, builtin_geometry_names, load_geometry, parse_geometry
 from models.offload import OffloadNotModelled, offload_groups, offload_hit
 from models.plan import Plan, plan
-from models.prefill import prefill_step, run_prefill
+from models.prefill import grid_period, prefill_step, run_prefill
 from models.prefix_cache import (
     Bucket,
     BucketKeys,
@@ -499,6 +499,81 @@ def offload_restore_holds_its_state(variant: Variant, case: Case) -> Verdict:
     return checks.verdict(exercised=restored)
 
 
+# --- the cache of a condensed prefill is the explicit one's -----------------------------------
+
+CONDENSED_PERIODS = (3, 5)  # prompts this many grid periods long, and one token and a hash block more
+CONDENSED_BUDGETS = ("own", "two thirds of the recurrent block", "13,5")
+
+
+def _condensed_cases(variant: Variant):
+    """Every generated geometry at each retention, each budget, prompts several grid periods long."""
+    for name in GEOMETRIES:
+        g = _geometry(name)
+        p = plan(variant, g)
+        if not p.accepted:
+            continue
+        budgets = {
+            "own": str(g.deployment.max_num_scheduled_tokens),
+            "two thirds of the recurrent block": str(max(1, p.cadence * 2 // 3)),
+            "13,5": "13,5",
+        }
+        period = grid_period(p)
+        for retention in _retentions(name, p):
+            for budget in CONDENSED_BUDGETS:
+                for periods in CONDENSED_PERIODS:
+                    for extra in sorted({0, 1, int(p.split.hash_block)}):
+                        yield {
+                            "geometry": name,
+                            "retention": retention,
+                            "budgets": budgets[budget],
+                            "prompt": periods * period + extra,
+                        }
+
+
+def _cache_figures(p: Plan, trace, prompt: int) -> dict:
+    """What the cache keeps after the trace, each bucket's keys written out, and what every later request
+    is restored from the GPU and through offload; None where vLLM refuses the retention interval."""
+    try:
+        cached = cached_prefix(p, trace, prompt, prompt)
+    except RetentionError:
+        return {"refused": True}
+    keys = [(k.full_up_to, list(k.positions), list(k.stale), list(k.offered)) for k in cached.keys]
+    restored = []
+    for _kind, shared, new in _later_requests(p, prompt):
+        try:
+            gpu = gpu_hit(cached, shared, new)
+        except LookupFailure:
+            gpu = "vLLM's lookup fails"
+        try:
+            offload = offload_hit(p, cached, shared, new)
+        except OffloadNotModelled:
+            offload = "not modelled"
+        restored.append((shared, new, gpu, offload))
+    return {"keys": keys, "restored": restored}
+
+
+def cache_condensed_is_explicit(variant: Variant, case: Case) -> Verdict:
+    checks = Checks()
+    g = _geometry(case["geometry"])
+    retention = None if case["retention"] == DENSE else case["retention"]
+    geometry = replace(g, deployment=replace(g.deployment, prefix_cache_retention_interval=retention))
+    p = plan(variant, geometry)
+    budgets = [int(b) for b in str(case["budgets"]).split(",")]
+    prompt = case["prompt"]
+    slow = run_prefill(p, budgets, prompt_tokens=prompt, output_tokens=0, condense_beyond=None)
+    fast = run_prefill(p, budgets, prompt_tokens=prompt, output_tokens=0, condense_beyond=1)
+    if not any(c.end > c.start for c in slow.chunks):
+        checks.note("a prefill whose every step stalls")
+        return checks.verdict(exercised=False)
+    if fast.repeat is not None:
+        checks.note("a condensed prefill")
+    explicit, condensed = _cache_figures(p, slow, prompt), _cache_figures(p, fast, prompt)
+    for name in ("keys", "restored"):
+        if checks.differ(f"the cache's {name}", condensed.get(name), explicit.get(name)):
+            return checks.verdict(f"read off the condensed prefill, the cache's {name} differ from the explicit one's")
+    return checks.verdict(exercised=fast.repeat is not None and "keys" in explicit)
+
+
 # --- a recurrent block is hashed only holding the state its key names (Z3) ----------------------
 
 KEYS_VARS = (
@@ -711,6 +786,23 @@ THEOREMS = (
         (),
         enumeration=Enumeration(
             _OFFLOAD_DOMAIN, _offload_cases, offload_restore_holds_its_state, "a positive offload restore"
+        ),
+    ),
+    Theorem(
+        "cache-condensed-is-explicit",
+        "restore",
+        "Bounded, by enumeration: what the prefix cache keeps after a condensed prefill (run_prefill condensing "
+        "as soon as it repeats, the cache read off Trace.chunk_positions' ranges by cached_prefix) is what it "
+        "keeps after the same prefill run step by step: every bucket's full blocks, keys, stale keys and states "
+        "offered to a connector, and what each later request is restored from the GPU and through offload.",
+        (),
+        enumeration=Enumeration(
+            f"generated geometries {_NAMES} at the restore theorems' retention intervals, budgets its own, two "
+            "thirds of its recurrent block and 13 then 5, prompts 3 and 5 grid periods long and one token and a "
+            "hash block more; the later requests of the restore theorems",
+            _condensed_cases,
+            cache_condensed_is_explicit,
+            "a condensed prefill",
         ),
     ),
     Theorem(

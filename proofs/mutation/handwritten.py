@@ -714,6 +714,15 @@ MUTANTS = {
             "        cap -= 1\n",
             "        cap -= 0\n",
         ),
+        _mutant(
+            "cache-positions-one-repetition-short",
+            "the positions a condensed prefill's repeated chunks key (Trace.chunk_positions) stop one repetition "
+            "short of the ranges they stand for",
+            "prefill",
+            "Trace.chunk_positions",
+            "found.append(range(first, first + r.tokens * r.times, r.tokens))",
+            "found.append(range(first, first + r.tokens * (r.times - 1), r.tokens))",
+        ),
     )
 }
 

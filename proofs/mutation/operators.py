@@ -50,8 +50,12 @@ OPERATORS = (
 )
 # The engine's semantics; arith (the arithmetic both readings share), variants
 # (data), errors and geometry (file parsing and validation) are not mutated
-# unless named.
-DEFAULT_MODULES = ("config", "plan", "scheduler", "prefill", "prefix_cache", "offload")
+# unless named. Nor are the prefix cache's and the offload connector's models
+# (prefix_cache, offload): the restore theorems state the lookups against the
+# keys a prefill leaves, so a fault in which positions are keyed moves both
+# sides alike; the end-to-end comparison with the real scheduler judges those
+# (docs/mutation.md gives their score with --module).
+DEFAULT_MODULES = ("config", "plan", "scheduler", "prefill")
 
 _RELATIONAL = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq}
 _SWAPPED_CALLS = {
