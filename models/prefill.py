@@ -123,7 +123,7 @@ class Trace:
         chunks = [c for c in self.chunks if c.end > c.start]
         r = self.repeat
         if r is None:
-            nexts = [c.end for c in chunks[1:]] + [None]
+            nexts = [c.end for c in chunks[1:]] + [None] if chunks else []
             return Positions.of(
                 sorted({p for c, n in zip(chunks, nexts, strict=True) if (p := position_of(c, n)) is not None})
             )
