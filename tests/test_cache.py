@@ -113,9 +113,8 @@ def test_every_module_of_the_solver_is_part_of_the_procedure_a_cache_key_digests
 
 
 def test_a_mutant_that_reads_a_family_by_position_has_a_key_and_its_entry_is_cached(tmp_path, capsys):
-    # restore-test-safe's any-groups obligations raise under this mutant (it slices the target
-    # groups); the entry is refuted on the two-target obligation before them, and is cached.
-    selection = ["--theorem", "restore-test-safe", "--variant", "mutant:restore-first-target-only"]
+    # The mutant slices the target groups (the first alone); its entry is refuted, and cached.
+    selection = ["--theorem", "plan-reads-group-grid", "--variant", "mutant:plan-first-target-span-only"]
     assert main(["prove", *selection, "--cache", str(tmp_path), "--json"]) == 0
     first = json.loads(capsys.readouterr().out)
     assert [e["verdict"] for e in first["entries"]] == ["REFUTED"]

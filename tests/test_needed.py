@@ -15,7 +15,7 @@ from proofs.records import proved_obligations
 from proofs.runner import load_manifest, run_theorem
 from proofs.solver import ERROR, PROVED, VACUOUS
 
-_RESTORE_GOAL = 'p.eagle_drop, p.lookahead, tokens, new_tokens, x["annotated"]\n    )\n    return Claim('
+_PUBLISHED_GOAL = "goal=arith.implies(step.published, _on_targets(step.end, d.target_spans)),"
 
 
 def _proved_obligations():
@@ -32,7 +32,7 @@ def test_every_proved_obligation_has_a_record_and_most_a_witness():
         witnessed += bool(witnesses)
         for witness in witnesses:
             assert set(witness["inputs"]) == {v.name for v in obligation.variables}
-    assert obligations >= 140 and witnessed >= 110
+    assert obligations >= 110 and witnessed >= 85
 
 
 def test_at_every_recorded_witness_the_goal_fails_and_its_hypothesis_is_false():
@@ -48,16 +48,16 @@ def test_at_every_recorded_witness_the_goal_fails_and_its_hypothesis_is_false():
 @pytest.mark.parametrize(
     "theorem, variant, patch",
     [
-        # Restore completeness asked of a request one token longer than the
-        # cached one, not of every later request extending it.
+        # A published checkpoint held to every target group's boundary but the first (the one
+        # sharded over DCP in the recorded witness).
         (
-            "prefill-restore-published",
+            "prefill-published-on-target-boundaries",
             "pr457-guarded",
             Patch(
                 "proofs.catalog.prefill",
-                "restorable_below_lcp",
-                _RESTORE_GOAL,
-                _RESTORE_GOAL.replace("tokens, new_tokens,", "tokens, tokens + 1,"),
+                "published_on_targets_step",
+                _PUBLISHED_GOAL,
+                _PUBLISHED_GOAL.replace("d.target_spans)", "d.target_spans[1:])"),
             ),
         ),
         # The split outside prefill bounded by the request, not equal to it.

@@ -2,9 +2,10 @@
 
 - `deployment_timeline`: one request's whole prefill on a real deployment (a built-in geometry), as
   `gridproof simulate` computes it, `baseline` above `pr457` on one token axis: the chunks and their
-  ends, the states each chunk end leaves private or publishes, the published states that land on a
-  target-attention boundary (the only ones a later request can restore), the target-attention and
-  draft boundaries, and the prefix a later identical request restores.
+  ends, the states each chunk end leaves private or publishes, the recurrent states the prefix cache
+  keeps once the request is done (what a later request restores from), the target-attention and
+  draft boundaries, and the prefix a later identical request restores, from the GPU prefix cache and
+  through offload.
 - `counterexample_figure`: a counterexample of the chunk split on one token axis: its token positions,
   the tokens requested, and each block size among its inputs as its grid. Counterexamples are input
   values of a theorem's variables, not always a whole deployment, so nothing is drawn that the values
@@ -89,9 +90,13 @@ def simulate_deployment(geometry_name: str) -> tuple[object, int, dict, dict]:
 
 
 def usable_checkpoints(run: dict) -> list[int]:
-    """Published states on a target-attention boundary: the only ones a later request can restore."""
-    spans = set(run["target_spans"])
-    return [p for p in run["published"] if any(p % s == 0 for s in spans)]
+    """The recurrent states the prefix cache keeps once the request is done: what a later request
+    can restore from (with the attention blocks keyed up to them)."""
+    return list(run["cached"]["recurrent_states"])
+
+
+def _tokens(value: int | None, why: str | None) -> str:
+    return f"{value:,}" if value is not None else f"none: {why or 'not modelled'}"
 
 
 def describe(run: dict) -> str:
@@ -100,8 +105,9 @@ def describe(run: dict) -> str:
     usable = usable_checkpoints(run)
     pieces = [f"{len(run['chunk_ends'])} chunks"]
     pieces.append(f"publishes every {every:,} tokens" if every else f"publishes {len(run['published'])} states")
-    pieces.append(f"first on a target boundary: {usable[0]:,}" if usable else "none on a target boundary")
-    pieces.append(f"restores {run['reuse']:,}")
+    kept = f"keeps {len(usable)} state{'s' if len(usable) != 1 else ''}" if usable else "keeps no state"
+    pieces.append(kept + (f", the last at {usable[-1]:,}" if usable else ""))
+    pieces.append(f"restores {_tokens(run['reuse'], run.get('engine_failure'))}")
     return f"{run['variant']}: " + ", ".join(pieces)
 
 
@@ -114,7 +120,8 @@ def deployment_captions(geometry_name: str) -> list[str]:
 def _caption(name: str, runs: dict, problems: dict) -> str:
     if name in problems:
         return f"{name}: not simulated ({problems[name]})."
-    return describe(runs[name]) + f" (offload restores {runs[name]['reuse_offload']:,})."
+    run = runs[name]
+    return describe(run) + f" (offload restores {_tokens(run['reuse_offload'], run.get('offload_note'))})."
 
 
 def deployment_timeline(geometry_name: str) -> tuple[str, list[str]]:
@@ -184,7 +191,7 @@ def _draw_variant(ax, run: dict, y: float, end: int) -> None:
     ax.scatter(usable, [y] * len(usable), s=70, marker="D", color=COLOURS["usable"], edgecolors="black", zorder=4)
 
     # the prefix a later identical request restores
-    restored, offload = run["reuse"], run["reuse_offload"]
+    restored, offload = run["reuse"] or 0, run["reuse_offload"]
     ax.broken_barh([(0, restored)], (y + 0.27, 0.11), facecolors=COLOURS["restored"], zorder=2)
     inside = restored > end * 0.15
     ax.text(
@@ -198,7 +205,7 @@ def _draw_variant(ax, run: dict, y: float, end: int) -> None:
         fontweight="bold",
         zorder=5,
     )
-    if offload != restored:
+    if offload is not None and offload != restored:
         ax.broken_barh([(0, offload)], (y + 0.40, 0.05), facecolors=COLOURS["offload"], zorder=2)
 
     if usable:
@@ -244,14 +251,14 @@ def _legend(runs: dict) -> list:
             linestyle="",
             color=COLOURS["usable"],
             markeredgecolor="black",
-            label="published on a target boundary",
+            label="kept in the prefix cache",
         ),
         Line2D([], [], color=COLOURS["target"], linestyle="dashed", label=target),
     ]
     if run and any(g["kind"] == "draft-attention" for g in run["groups"]):
         handles.append(Line2D([], [], color=COLOURS["draft"], label=draft))
     handles.append(Patch(facecolor=COLOURS["restored"], label="restored prefix (GPU prefix cache)"))
-    if any(r["reuse_offload"] != r["reuse"] for r in runs.values()):
+    if any(r["reuse_offload"] not in (None, r["reuse"]) for r in runs.values()):
         handles.append(Patch(facecolor=COLOURS["offload"], label="restored from offload"))
     return handles
 

@@ -101,8 +101,9 @@ def _deployments(result: dict) -> str:
     parts = [
         "<h2>Real deployments: one prefill, <code>baseline</code> above <code>pr457</code></h2>",
         '<p class="muted">Each built-in geometry (<code>models/geometries/</code>) simulated as '
-        "<code>gridproof simulate GEOMETRY --variant V</code> does. A later identical request can restore only a "
-        "checkpoint that is published <em>and</em> lies on a target-attention boundary (orange diamonds).</p>",
+        "<code>gridproof simulate GEOMETRY --variant V</code> does. A later identical request restores from a "
+        "recurrent state the prefix cache keeps once the request is done (orange diamonds), with the attention "
+        "blocks keyed up to it.</p>",
     ]
     current = model_sources_hash()
     if current != result.get("model_hash"):

@@ -64,8 +64,9 @@ def test_generated_deployments(real_cases, request):
 def test_the_kimi_k3_figures_are_what_vllm_restores(real_cases):
     """The figures tests/test_simulate.py holds the model to (the README's example among them):
     Kimi-K3 TP16/DCP16, a 4,096-token budget, resends of each length, on the real engine."""
-    from models.geometry import load_geometry
     from test_simulate import KIMI_K3_RESENDS
+
+    from models.geometry import load_geometry
 
     geometry = load_geometry("kimi-k3-tp16-dcp16")
     for prompt, (gpu, offload) in KIMI_K3_RESENDS.items():
