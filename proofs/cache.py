@@ -101,8 +101,8 @@ DATA = ("models/families", "models/geometries", "proofs/recorded")
 # The records a theorem is held to, each read for that theorem alone: a key
 # digests the theorem's share of each (and the rest of DATA whole).
 RECORDS = (edges.RECORDED, needed.RECORDED, inputs_read.RECORDED, counterexamples.RECORDED, DOMAINS)
-# The code an enumerated decision runs (its key digests every .py file under these).
-CODE = ("models", "proofs/catalog", "proofs/mutation")
+# The code an enumerated decision runs (its key digests every .py file under these, and these files).
+CODE = ("models", "proofs/catalog", "proofs/mutation", "proofs/restore_law.py", "proofs/simulate.py")
 _ROOT = Path(__file__).resolve().parent.parent
 DIGEST = re.compile(r"[0-9a-f]{64}")
 ENTRY_LIMIT = 64 << 20  # bytes: far above any entry (the largest of --tier all holds about 200 kB of queries)
@@ -164,6 +164,8 @@ def _files_digest(label: str, paths) -> str:
 
 
 def _regular_files(top: str, suffix: str = "") -> list[Path]:
+    if (_ROOT / top).is_file():
+        return [_ROOT / top]
     return [
         p
         for p in (_ROOT / top).rglob(f"*{suffix}")

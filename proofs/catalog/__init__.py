@@ -3,6 +3,7 @@ statement in words, and formulas over named inputs that return a Claim
 (hypotheses, goal, covers). Expected verdicts live in proofs/manifest.toml."""
 
 from proofs.catalog.base import Obligation, Theorem
+from proofs.catalog.check_law import THEOREMS as CHECK_LAW
 from proofs.catalog.config import THEOREMS as CONFIG
 from proofs.catalog.deploy import THEOREMS as DEPLOY
 from proofs.catalog.geometry import THEOREMS as GEOMETRY
@@ -15,7 +16,8 @@ from proofs.catalog.restore import THEOREMS as RESTORE
 from proofs.catalog.split import THEOREMS as SPLIT
 
 CATALOGUE: dict[str, Theorem] = {
-    t.name: t for t in (*GEOMETRY, *CONFIG, *PLAN, *SPLIT, *PREFILL, *GROUPS, *RESTORE, *LOOPS, *RECORDED, *DEPLOY)
+    t.name: t
+    for t in (*GEOMETRY, *CONFIG, *PLAN, *SPLIT, *PREFILL, *GROUPS, *RESTORE, *LOOPS, *RECORDED, *DEPLOY, *CHECK_LAW)
 }
 
 __all__ = ["CATALOGUE", "Obligation", "Theorem"]

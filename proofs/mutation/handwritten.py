@@ -727,6 +727,35 @@ MUTANTS = {
 }
 
 
+# Faults of what `check` prints a deployer (proofs/restore_law.py), the path its answer takes after
+# the model: check-law-is-the-engines must refute each.
+CHECK_LAW_MUTANTS = {
+    m.name: m
+    for m in (
+        Mutant(
+            "law-smallest-hit-one-late",
+            BASELINE,
+            Patch("proofs.restore_law", "smallest_hit", "return low\n", "return low + 1\n"),
+            "`check` names as the smallest prefix that hits the length one after it: a deployer is told the "
+            "length the cache first restores at is a token longer than it is",
+        ),
+        Mutant(
+            "law-eagle-form-a-block-short",
+            BASELINE,
+            Patch(
+                "proofs.restore_law",
+                "_boundary",
+                "lambda n: max(0, n // unit * unit - unit)",
+                "lambda n: max(0, (n - 1) // unit * unit - unit)",
+            ),
+            "`check`'s EAGLE form of the law drops the trailing block from the last boundary before the last "
+            "token, not from the last boundary within the prompt: a block short where L is on the grid",
+        ),
+    )
+}
+MUTANTS.update(CHECK_LAW_MUTANTS)
+
+
 def known_names() -> list[str]:
     return [*VARIANTS, *(PREFIX + m for m in MUTANTS)]
 

@@ -1,0 +1,120 @@
+"""Bounded theorems on what `gridproof check` tells a deployer: the law it prints is the engine
+model's restore (the function `simulate` runs), and its smallest prefix that hits is the least one
+the model restores anything at. A fault in proofs/restore_law.py (a formula off by a block, the
+EAGLE form for the plain one, a smallest hit one token late) fails `prove`.
+
+Decided by enumeration (proofs/enumerated.py): the deployments `check` resolves from its built-in
+families' defaults and the Kimi-K3 flags of docs/check.md, on lengths chosen apart from the ones the
+law is fitted on (another seed, other multiples), each compared with `simulate`.
+"""
+
+from __future__ import annotations
+
+import random
+from functools import cache
+
+from models.deploy import ServeFlags, resolve_deployment
+from models.hf_config import builtin_model_names, load_model
+from models.plan import Plan, plan
+from models.variants import Variant
+from proofs.catalog.base import Theorem
+from proofs.enumerated import Case, Checks, Enumeration, Verdict
+from proofs.restore_law import TooCostly, restore_law
+from proofs.simulate import simulate
+
+KIMI_K3 = dict(
+    tensor_parallel_size=16,
+    decode_context_parallel_size=16,
+    block_size=768,
+    max_num_scheduled_tokens=4096,
+    speculative_config={"method": "eagle", "num_speculative_tokens": 3},
+    kv_transfer_config={"kv_connector": "OffloadingConnector", "kv_role": "kv_both"},
+)
+# The Kimi-K3 flags first: an EAGLE deployment, where a fault of the law's EAGLE form shows soonest.
+DEPLOYMENTS = {
+    "kimi-k3-judging": ("kimi-k3", KIMI_K3),
+    **{name: (name, {}) for name in builtin_model_names()},
+    "kimi-k3-judging-12288": ("kimi-k3", {**KIMI_K3, "mamba_block_size": 12288}),
+    "kimi-k3-judging-dense": ("kimi-k3", {**KIMI_K3, "prefix_cache_retention_interval": None}),
+}
+EVERY_LENGTH_UP_TO = 128
+RANDOM_LENGTHS = 24
+SEED = 47  # not the law's own seed: these lengths are chosen apart from the ones it is fitted on
+
+
+@cache
+def _plan(variant: Variant, name: str) -> Plan:
+    model, flags = DEPLOYMENTS[name]
+    return plan(variant, resolve_deployment(load_model(model), ServeFlags(**flags), variant).geometry)
+
+
+def _lengths(p: Plan) -> list[int]:
+    """Every length up to EVERY_LENGTH_UP_TO, one either side of each multiple of every grid up to
+    three of the largest, and RANDOM_LENGTHS at random up to 10^7."""
+    split = p.split
+    sizes = {int(split.hash_block), int(split.sched_block), int(split.block), p.cadence, *map(int, p.target_spans)}
+    found = set(range(1, EVERY_LENGTH_UP_TO + 1))
+    for size in sizes:
+        for multiple in range(size, 3 * max(sizes) + 1, size):
+            found.update(multiple + d for d in (-1, 0, 1))
+    rng = random.Random(SEED)
+    found.update(rng.randint(1, 10**7) for _ in range(RANDOM_LENGTHS))
+    return sorted(n for n in found if n >= 1)
+
+
+def _cases(variant: Variant):
+    for name in DEPLOYMENTS:
+        p = _plan(variant, name)
+        if p.accepted or not variant.guarded:
+            yield {"deployment": name}
+
+
+def law_is_the_engines(variant: Variant, case: Case) -> Verdict:
+    """check's law against simulate's reuse on every length of the domain, and its smallest hit."""
+    checks = Checks()
+    p = _plan(variant, case["deployment"])
+    try:
+        law = restore_law(p)
+    except TooCostly as reason:
+        return checks.verdict(f"the law is not computed: {reason}")
+    if checks.fails("a formula fits", law.verdict == "CHECKED"):
+        return checks.verdict(f"no formula fits: {law.differences[:3]}")
+    budget = p.geometry.deployment.max_num_scheduled_tokens
+    first_hit = None
+    for length in _lengths(p):
+        reuse = simulate(variant, p.geometry, budget, prompt_tokens=length)["reuse"]
+        if checks.differ("the law at a length", law(length), reuse):
+            return checks.verdict(f"L = {length}: the law says {law(length)}, simulate {reuse}")
+        if reuse and first_hit is None:
+            first_hit = length
+    smallest = law.smallest_hit
+    if smallest is not None:
+        at = simulate(variant, p.geometry, budget, prompt_tokens=smallest)["reuse"]
+        before = simulate(variant, p.geometry, budget, prompt_tokens=smallest - 1)["reuse"] if smallest > 1 else 0
+        if checks.fails("the smallest hit restores and the length before it does not", at > 0 and before == 0):
+            return checks.verdict(f"smallest hit {smallest}: simulate restores {at} there and {before} one before")
+    if checks.fails("no length below the smallest hit restores", first_hit is None or first_hit >= (smallest or 0)):
+        return checks.verdict(f"simulate restores at {first_hit}, below the smallest hit {smallest}")
+    return checks.verdict(exercised=smallest is not None)
+
+
+THEOREMS = (
+    Theorem(
+        "check-law-is-the-engines",
+        "deploy",
+        "Bounded, by enumeration: for every deployment check resolves from a built-in family's defaults, and "
+        "the Kimi-K3 TP16/DCP16 flags of docs/check.md (as given, with --mamba-block-size 12288, and with dense "
+        "retention), the law check prints (proofs/restore_law.py) equals what simulate reports a later identical "
+        "request restores at every length of the domain, and its smallest prefix that hits is restored "
+        "something where the length before it is not, with no length of the domain below it restored anything.",
+        (),
+        enumeration=Enumeration(
+            f"the deployments {', '.join(DEPLOYMENTS)} (those the variant accepts); lengths: every L up to "
+            f"{EVERY_LENGTH_UP_TO}, every multiple of each grid up to three of the largest with one either side, "
+            f"and {RANDOM_LENGTHS} at random up to 10^7 (seed {SEED})",
+            _cases,
+            law_is_the_engines,
+            "a deployment whose law hits",
+        ),
+    ),
+)
