@@ -15,7 +15,7 @@ from models.config import ConfigInputs, ResolvedConfig, resolve
 from models.errors import GridproofError
 from models.geometry import DENSE_RETENTION, DRAFT, RECURRENT, TARGET, CacheGroup, Deployment, Geometry, Request
 from models.hf_config import NO_MTP, HybridModel, MtpLayers
-from models.variants import Variant
+from models.variants import BASELINE, Variant
 
 # config/speculative.py use_eagle_block_drop: the EAGLE family; MTP methods are
 # normalised to "mtp" by vLLM (qwen3_next_mtp, deepseek_mtp, ...).
@@ -125,7 +125,13 @@ class ResolvedDeployment:
     notes: tuple[str, ...] = field(default=())
 
 
-def speculation(config: dict | None, mtp: MtpLayers = NO_MTP) -> Speculation | None:
+def mtp_modules(variant: Variant, mtp: MtpLayers) -> int:
+    """The MTP modules `use_multi_module_mtp` counts on the draft's config: 0.33.0 reads its
+    num_nextn_predict_layers (1 where absent), 0.34.0 its n_predict (`num_mtp_modules`, 1 where none)."""
+    return (mtp.n_predict or 1) if variant.mtp_modules_from_n_predict else mtp.multi_module_read
+
+
+def speculation(config: dict | None, mtp: MtpLayers = NO_MTP, variant: Variant = BASELINE) -> Speculation | None:
     """`mtp`: what an MTP draft reads of the model's config (hf_config.mtp_layers); the MTP draft is the
     model itself."""
     if config is None:
@@ -138,6 +144,8 @@ def speculation(config: dict | None, mtp: MtpLayers = NO_MTP) -> Speculation | N
     if method not in SPECULATIVE_METHODS:
         known = ", ".join(SPECULATIVE_METHODS)
         raise DeploymentError(f"--speculative-config: unknown method {method!r} (known: {known})")
+    if method in variant.dropped_speculative_methods:
+        raise DeploymentError(f"--speculative-config: {variant.engine} has no speculative method {method!r}")
     n_predict = mtp.n_predict if method == "mtp" else None
     if n_predict == 0:
         # SpeculativeConfig.__post_init__: num_speculative_tokens % n_predict, or a default of 0 refused.
@@ -166,10 +174,16 @@ def speculation(config: dict | None, mtp: MtpLayers = NO_MTP) -> Speculation | N
         switches[name] = config.get(name, False)
         if not isinstance(switches[name], bool):
             raise DeploymentError(f"--speculative-config: {name} must be true or false")
+    if switches["parallel_drafting"] and method not in BLOCK_DRAFTERS and variant.parallel_drafting_block_drafters_only:
+        # 0.34.0 SpeculativeConfig._verify_args (config/speculative.py:1688-1692)
+        raise DeploymentError(
+            f"--speculative-config: parallel_drafting with {method}: vLLM {variant.engine.removeprefix('vLLM ')} "
+            "refuses it (only dflash and dspark draft in parallel, and they always do)"
+        )
     # config/speculative.py: use_eagle, needs_eagle_block_drop, use_multi_module_mtp and
     # max_num_new_slots_for_drafting; config/vllm.py: num_lookahead_tokens, num_prefill_lookahead_tokens.
     drafts_from_hidden_states = method in (*EAGLE_METHODS, *BLOCK_DRAFTERS)
-    multi_module = method == "mtp" and min(mtp.multi_module_read, tokens) > 1
+    multi_module = method == "mtp" and min(mtp_modules(variant, mtp), tokens) > 1
     if method == "dflash":  # drafts in a pass of its own: no slot in the batch, a bonus query per request
         slots, lookahead_slots = 0, tokens + 1
     elif method == "dspark":
@@ -201,8 +215,11 @@ def scheduler_flags(
     connector: bool,
     max_num_batched_tokens: int,
     max_num_scheduled_tokens: int | None,
+    native_offload: bool = False,
+    variant: Variant = BASELINE,
 ) -> SchedulerFlags:
-    """The scheduler's inputs from the flags; `connector`: any --kv-transfer-config."""
+    """The scheduler's inputs from the flags; `connector`: any --kv-transfer-config, `native_offload`: it
+    is the OffloadingConnector."""
     if spec is not None and max_num_batched_tokens <= spec.lookahead_slots:
         # VllmConfig._set_max_num_scheduled_tokens
         raise DeploymentError(
@@ -210,9 +227,15 @@ def scheduler_flags(
             f"{spec.lookahead_slots} lookahead slots of {spec.method} x{spec.num_speculative_tokens} "
             "(vLLM refuses it)"
         )
-    # num_hash_lookahead_tokens (config/vllm.py:677-692)
-    hashes = spec is not None and spec.eagle_block_drop and spec.lookahead_hashes and enable_prefix_caching
-    lookahead = spec.prefill_lookahead if hashes and not connector else 0
+    # num_hash_lookahead_tokens (0.33.0 config/vllm.py:677-692; 0.34.0 _resolve_num_hash_lookahead_tokens,
+    # config/vllm.py:633-655): beside a KV connector only one that supports lookahead block hashes keeps
+    # them, and then prefix caching is not asked.
+    hashes = spec is not None and spec.eagle_block_drop and spec.lookahead_hashes
+    if connector:
+        hashes = hashes and native_offload and variant.offload_keeps_lookahead_hashes
+    else:
+        hashes = hashes and enable_prefix_caching
+    lookahead = spec.prefill_lookahead if hashes else 0
     token_budget = max_num_scheduled_tokens or max_num_batched_tokens
     slots = spec.draft_slots if spec else 0
     return SchedulerFlags(
@@ -224,6 +247,14 @@ def scheduler_flags(
         # slots (scheduler.py:719-722, 845-847); above the slots by the check above.
         prompt_budget=min(token_budget, max_num_batched_tokens - slots),
     )
+
+
+def start_block(variant: Variant, kernel_min: int) -> int:
+    """The block `_align_hybrid_block_size` starts from when --block-size is unset: the attention
+    backend's preferred block for `CacheConfig.DEFAULT_BLOCK_SIZE` (`get_preferred_block_size`), the
+    default where the backend takes it (a multiple of its smallest kernel block), else that kernel block."""
+    default = variant.default_block_size
+    return default if default % kernel_min == 0 else kernel_min
 
 
 SHARDED_DRAFT, UNSHARDED_DRAFT = "sharded", "unsharded"
@@ -331,12 +362,12 @@ def resolve_deployment(model: HybridModel, flags: ServeFlags, variant: Variant) 
         # VllmConfig.validate_mamba_block_size
         raise DeploymentError("--mamba-block-size needs prefix caching (vLLM refuses it with prefix caching off)")
     align = flags.enable_prefix_caching and flags.mamba_cache_mode != "none"
-    spec = speculation(flags.speculative_config, model.mtp)
+    spec = speculation(flags.speculative_config, model.mtp, variant)
     num_spec = spec.num_speculative_tokens if spec else 0
-    kernel_min, preferred = model.kernel_block()
+    kernel_min, _ = model.kernel_block()
     page_per_token = model.attention_page_per_token(tp, flags.kv_cache_dtype)
     inputs = ConfigInputs(
-        block_size=flags.block_size or preferred,
+        block_size=flags.block_size or start_block(variant, kernel_min),
         mamba_block_size=flags.mamba_block_size or 0,
         mamba_page_size_padded=0,
         attn_page_per_token=page_per_token,
@@ -358,7 +389,11 @@ def resolve_deployment(model: HybridModel, flags: ServeFlags, variant: Variant) 
     connector = flags.kv_transfer_config is not None
 
     batched = flags.max_num_batched_tokens or DEFAULT_BATCHED_TOKENS
-    scheduler = scheduler_flags(spec, flags.enable_prefix_caching, connector, batched, flags.max_num_scheduled_tokens)
+    transfer = flags.kv_transfer_config
+    native = isinstance(transfer, dict) and transfer.get("kv_connector") == OFFLOADING_CONNECTOR
+    scheduler = scheduler_flags(
+        spec, flags.enable_prefix_caching, connector, batched, flags.max_num_scheduled_tokens, native, variant
+    )
     if flags.max_num_batched_tokens is None and scheduler.prompt_budget == batched - scheduler.draft_slots:
         notes.append(f"no --max-num-batched-tokens: vLLM's server default {DEFAULT_BATCHED_TOKENS:,} assumed")
     max_model_len = flags.max_model_len or model.max_position_embeddings

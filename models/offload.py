@@ -53,13 +53,28 @@ def offload_groups(p: Plan) -> tuple[OffloadGroup, ...]:
     return tuple(sorted(groups, key=lambda g: g.recurrent))
 
 
+def runs_beside_hashing(p: Plan) -> bool:
+    """Whether the native offload connector runs beside the deployment's block hashing: with no hash
+    lookahead always; with one, only where the release's connector takes lookahead block hashes
+    (0.34.0; in 0.33.0 a KV connector turns the lookahead off, so such a deployment runs none)."""
+    return not p.split.lookahead or p.variant.offload_reads_lookahead_hashes
+
+
 def offload_hit(p: Plan, cached: CachedPrefix, shared: int, new_tokens: int, computed: int = 0) -> int:
     """Tokens a later request of `new_tokens` tokens, the first `shared` of them the cached
     request's, loads from the offload tier beyond the `computed` tokens it has on the GPU."""
     groups = offload_groups(p)
     h = int(p.split.hash_block)
     prompt = cached.prompt
-    hashed = new_tokens // h * h  # a connector hashes with no lookahead
+    # 0.33.0's connector keys chunks by hashes with no lookahead (it never runs beside one); 0.34.0's
+    # by the request's block hashes, which look ahead when the scheduler's do (use_lookahead_block_hashes,
+    # offloading/scheduler.py:619), and then drops no EAGLE chunk: the lookahead proves the boundary.
+    lookahead = int(p.split.lookahead) if p.variant.offload_reads_lookahead_hashes else 0
+    hashed = max(0, new_tokens - lookahead) // h * h
+    # A chunk's key matches while the prefix and the lookahead its hash covers are shared; the cached
+    # request stored the chunks its hashes covered once its sampled token was appended.
+    shared = shared - lookahead
+    stored = min(prompt, max(0, cached.tokens + 1 - lookahead) // h * h) if lookahead else prompt
     recurrent_chunks = {g.chunk for g in groups if g.recurrent}
     # The states the GPU cache offered, on every recurrent chunk grid and within the prompt.
     stored_states = cached.offered.multiples_of(math.lcm(*recurrent_chunks)) if recurrent_chunks else Positions()
@@ -72,7 +87,7 @@ def offload_hit(p: Plan, cached: CachedPrefix, shared: int, new_tokens: int, com
         a window of one chunk); `first` when none."""
         c = group.chunk
         if not group.recurrent:
-            return max(first, min(last, min(prompt, shared) // c))
+            return max(first, min(last, min(stored, shared) // c))
         state = stored_states.at_most(min(last * c, shared, within))
         return state // c if state is not None and state // c > first else first
 
@@ -91,7 +106,8 @@ def offload_hit(p: Plan, cached: CachedPrefix, shared: int, new_tokens: int, com
             group = groups[index]
             c = group.chunk
             keys = hashed // c
-            unverified = group.eagle and index not in verified
+            drops_eagle = group.eagle and not lookahead
+            unverified = drops_eagle and index not in verified
             cap = min(cap, keys * c)
             if cap - computed < c:
                 return 0
@@ -109,7 +125,7 @@ def offload_hit(p: Plan, cached: CachedPrefix, shared: int, new_tokens: int, com
             if loaded < c:
                 return 0
             if loaded < hit:
-                if not group.eagle:
+                if not drops_eagle:
                     verified.clear()
                 if looked_up_recurrent and not pending:
                     pending = [i for i, g in enumerate(groups) if g.recurrent]

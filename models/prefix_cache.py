@@ -298,7 +298,7 @@ def cached_prefix(p: Plan, trace: Trace, prompt: int, tokens: int) -> CachedPref
     (`update_from_output`, scheduler.py:2409-2414), so the last block may be keyed then."""
     cache = layout(p)
     hashed = _hashed(cache, tokens)
-    final_hashed = _hashed(cache, tokens + 1) if has_drafter(p) else hashed
+    final_hashed = _hashed(cache, tokens + 1) if hashes_after_sampling(p) else hashed
     last_end = max((c.end for c in trace.chunks), default=0)
     keys = []
     for bucket in cache.buckets:
@@ -308,6 +308,14 @@ def cached_prefix(p: Plan, trace: Trace, prompt: int, tokens: int) -> CachedPref
             positions, stale, offered = _recurrent_keys(p, cache, bucket, trace, prompt, tokens, hashed, final_hashed)
             keys.append(BucketKeys(positions=positions, stale=stale, offered=offered))
     return CachedPrefix(cache, tuple(keys), prompt, tokens)
+
+
+def hashes_after_sampling(p: Plan) -> bool:
+    """Whether `update_from_output` hashes the request's blocks once more after its sampled token
+    (scheduling synchronous): 0.33.0 with a drafter (scheduler.py:2405-2414), 0.34.0 for every
+    request of a model with a recurrent group (scheduler.py:2451-2470)."""
+    recurrent = any(g.kind == RECURRENT for g in p.geometry.groups)
+    return has_drafter(p) or (p.variant.hashes_after_sampling and recurrent)
 
 
 def has_drafter(p: Plan) -> bool:
@@ -374,6 +382,13 @@ def _recurrent_keys(p: Plan, cache: CacheLayout, bucket: Bucket, trace: Trace, p
         keyed = keyed_block_of(c, next_end)
         return None if keyed is None or keyed[0] == keyed[1] else keyed[0]
 
+    def handed_state(c: Chunk, next_end) -> int | None:
+        """A state block keyed by a step's own hashing call is handed to a KV connector at that
+        step's end; one keyed only by the pass after the sampled token is not: the request is freed
+        in that pass, and its pending hand-offs with it (MambaManager.pop_blocks_for_free)."""
+        block = keyed_block(hashing, c.end, c.end if next_end is None else next_end, tokens, hashed, hashed)
+        return block.key if block.in_own_call or (next_end is not None and block.in_next_call) else None
+
     full = keep_retained(trace.chunk_positions(full_state), every, boundaries)
     stale = keep_retained(trace.chunk_positions(stale_state), every, boundaries)
     reserved = trace.chunk_positions(lambda c, _: checkpoint(c))
@@ -400,7 +415,8 @@ def _recurrent_keys(p: Plan, cache: CacheLayout, bucket: Bucket, trace: Trace, p
     # The state at the prompt's tail is handed over with the call that keys it, when its block ends
     # there (a block the call hashes), else once the next step copies it (allocate_new_blocks).
     offered_tail = [t for t in tail if t % r == 0 or t < last_end]
-    offered = full.union(offered_checkpoints, Positions.of(offered_tail))
+    handed = keep_retained(trace.chunk_positions(handed_state), every, boundaries)
+    offered = handed.union(offered_checkpoints, Positions.of(offered_tail))
     return full.union(kept_checkpoints, Positions.of(tail)), stale, offered
 
 

@@ -21,4 +21,32 @@ class Variant:
     splits_on_cadence: bool  # the split reads the recurrent cadence R, not cache_config.block_size
     converts_annotated_eagle: bool  # lcp from annotated EAGLE groups' boundaries
     guarded: bool  # config check: the cadence is a multiple of every target span
+    # The vLLM release the variant's code is (a patch's: the release it patches); the recorded answers
+    # of that release hold it (proofs/catalog/recorded.py).
+    release: str = "0.33.0"
+    # Choices a later release made; each default is vLLM 0.33.0's, which PR457 was written on.
+    # CacheConfig.DEFAULT_BLOCK_SIZE: the block asked of the attention backend when --block-size is unset
+    # (models/deploy.py, start_block).
+    default_block_size: int = 16
+    # The native OffloadingConnector declares supports_lookahead_block_hashes, so the hash lookahead stays
+    # on beside it and the scheduler turns the EAGLE block drop off (models/deploy.py, scheduler_flags).
+    offload_keeps_lookahead_hashes: bool = False
+    # The offload connector keys its chunks by the request's lookahead block hashes and drops no EAGLE chunk
+    # when the hash lookahead is on (use_lookahead_block_hashes; models/offload.py, offload_hit).
+    offload_reads_lookahead_hashes: bool = False
+    # use_multi_module_mtp counts the draft config's n_predict (num_mtp_modules), not its
+    # num_nextn_predict_layers (models/deploy.py, mtp_modules).
+    mtp_modules_from_n_predict: bool = False
+    # SpeculativeConfig refuses parallel_drafting for any method but dflash and dspark, which always draft in
+    # parallel: no P-EAGLE or PARD draft slots (models/deploy.py, speculation).
+    parallel_drafting_block_drafters_only: bool = False
+    # update_from_output hashes a hybrid request's blocks once more after each sampled token with no
+    # drafter too, when scheduling is synchronous (models/prefix_cache.py, cached_prefix).
+    hashes_after_sampling: bool = False
+    # MambaSpec.state_alignment: the bytes each recurrent state tensor is rounded up to in a page with
+    # FlashInfer's ReplaySSM (models/hf_config.py, HybridModel.state_page); 1 is no alignment.
+    replayssm_state_alignment: int = 1
+    # Speculative methods the release no longer has (no SpeculatorConfig: VllmConfig raises "Unsupported
+    # speculative method"; models/deploy.py, speculation).
+    dropped_speculative_methods: tuple[str, ...] = ()
     description: str = ""

@@ -11,7 +11,18 @@ BASELINE = Variant(
     splits_on_cadence=False,
     converts_annotated_eagle=False,
     guarded=False,
+    release="0.33.0",
+    default_block_size=16,
+    offload_keeps_lookahead_hashes=False,
+    offload_reads_lookahead_hashes=False,
+    mtp_modules_from_n_predict=False,
+    parallel_drafting_block_drafters_only=False,
+    hashes_after_sampling=False,
+    replayssm_state_alignment=1,
     description="vLLM 0.33.0 align mode",
 )
 
 VARIANTS = (BASELINE,)
+# The release this engine is, and the variant that answers for it as it ships (models/variants.py).
+RELEASE = "0.33.0"
+RELEASE_VARIANT = BASELINE

@@ -39,6 +39,9 @@ class ConfigScenario:
     backends: tuple[Backend, ...]  # the first is the selected one
     layer_alignments: tuple[int | None, ...]  # each Mamba layer's prefill checkpoint alignment
     cache_dtype: str = "auto"  # --kv-cache-dtype
+    # --use-replayssm with the FlashInfer Mamba backend: 0.34.0 aligns each state tensor to 16 bytes
+    # (VllmConfig.use_flashinfer_replayssm, read by mamba_state_alignment); 0.33.0 reads nothing of it.
+    replayssm: bool = False
 
 
 class RealConfig:
@@ -150,6 +153,7 @@ class RealConfig:
             ),
             parallel_config=SimpleNamespace(tensor_parallel_size=1),
             num_speculative_tokens=0,
+            use_flashinfer_replayssm=s.replayssm,
             compilation_config=SimpleNamespace(static_forward_context=layers),
         )
 

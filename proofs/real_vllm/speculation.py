@@ -25,14 +25,36 @@ SPECULATIVE_CONFIG_MEMBERS = (
     "uses_draft_model",
     "use_multi_module_mtp",
     "max_num_new_slots_for_drafting",
+    # 0.34.0: what a method's SpeculatorConfig answers, and its own validation (parallel drafting).
+    "speculator_config",
+    "uses_target_hidden_states",
+    "num_mtp_modules",
+    "_verify_args",
 )
 VLLM_CONFIG_MEMBERS = (
     "num_speculative_tokens",
     "num_lookahead_tokens",
     "num_prefill_lookahead_tokens",
     "num_hash_lookahead_tokens",
+    "_resolve_num_hash_lookahead_tokens",
     "_set_max_num_scheduled_tokens",
 )
+# Members a release may lack: 0.33.0 has no SpeculatorConfig, 0.34.0 no use_eagle and no
+# num_hash_lookahead_tokens property (a field it resolves).
+OPTIONAL_MEMBERS = (
+    "use_eagle",
+    "use_dflash",
+    "use_dspark",
+    "uses_draft_model",
+    "speculator_config",
+    "uses_target_hidden_states",
+    "num_mtp_modules",
+    "_verify_args",
+    "num_hash_lookahead_tokens",
+    "_resolve_num_hash_lookahead_tokens",
+)
+# The KV connector a row's kv_connector column stands for: vLLM's native offload connector.
+KV_CONNECTOR = "OffloadingConnector"
 
 
 class RealSpeculation:
@@ -42,9 +64,13 @@ class RealSpeculation:
         from vllm.config.speculative import SpeculativeConfig
         from vllm.config.vllm import VllmConfig
 
-        methods = {n: _own(SpeculativeConfig, n) for n in SPECULATIVE_CONFIG_MEMBERS}
-        self._speculative = type("StubSpeculativeConfig", (), methods)
-        self._config = type("StubVllmConfig", (), {n: _own(VllmConfig, n) for n in VLLM_CONFIG_MEMBERS})
+        def members(cls, names):
+            return {n: m for n in names if (m := _own(cls, n, optional=n in OPTIONAL_MEMBERS)) is not None}
+
+        self._speculative = type("StubSpeculativeConfig", (), members(SpeculativeConfig, SPECULATIVE_CONFIG_MEMBERS))
+        self._config = type("StubVllmConfig", (), members(VllmConfig, VLLM_CONFIG_MEMBERS))
+        # 0.34.0 asks the connector class whether it keeps lookahead block hashes.
+        self._resolves_lookahead = hasattr(self._config, "_resolve_num_hash_lookahead_tokens")
         # _set_max_num_scheduled_tokens warns of a small budget, once per value: a recording reads many.
         logging.getLogger("vllm.config.vllm").setLevel(logging.ERROR)
 
@@ -73,19 +99,48 @@ class RealSpeculation:
                 num_speculative_tokens=num_speculative_tokens,
                 disable_eagle_block_drop=disable_eagle_block_drop,
                 disable_lookahead_block_hashes=disable_lookahead_block_hashes,
-                # SpeculativeConfig.__post_init__ turns it on for dflash and dspark.
+                # SpeculativeConfig.__post_init__ turns it on for dflash and dspark (0.33.0).
                 parallel_drafting=parallel_drafting or method in ("dflash", "dspark"),
-                # For MTP the draft is the target model; its config as vLLM's getattr reads it.
+                # For MTP the draft is the target model; its config as vLLM's getattr reads it: the
+                # count at the top, and the n_predict hf_config_override gives it.
                 draft_model_config=SimpleNamespace(
-                    hf_config=SimpleNamespace(num_nextn_predict_layers=mtp_layers, sample_from_anchor=True)
+                    hf_config=SimpleNamespace(
+                        num_nextn_predict_layers=mtp_layers,
+                        n_predict=mtp_layers,
+                        sample_from_anchor=True,
+                        model_type="gridproof_stub",
+                    ),
+                    verify_with_parallel_config=lambda parallel_config: None,
                 ),
+                draft_parallel_config=None,
+                # What 0.34.0's SpeculatorConfig and validation read besides, each at its default.
+                custom_method=None,
+                index_share_for_mtp_iteration=None,
+                tensor_parallel_size=None,
+                rejection_sample_method="standard",
+                synthetic_acceptance_rates=None,
+                synthetic_acceptance_length=None,
             )
+            if hasattr(speculative, "_verify_args"):
+                # 0.34.0 refuses parallel drafting for any method but dflash and dspark here; it was
+                # given as the user gave it (None: not given) and is checked before anything the stub
+                # lacks is read.
+                speculative.parallel_drafting = parallel_drafting or None
+                try:
+                    speculative._verify_args()
+                except ValueError:
+                    return True, False, 0, 0, 0
+                except AttributeError:
+                    pass  # a later check reads what the stub does not carry
+        transfer = None
+        if kv_connector:
+            transfer = SimpleNamespace(kv_connector=KV_CONNECTOR, kv_connector_module_path=None)
         config = self._config()
         config.__dict__.update(
             speculative_config=speculative,
             diffusion_config=None,
             cache_config=SimpleNamespace(enable_prefix_caching=enable_prefix_caching),
-            kv_transfer_config=SimpleNamespace() if kv_connector else None,
+            kv_transfer_config=transfer,
             scheduler_config=SimpleNamespace(
                 max_num_batched_tokens=max_num_batched_tokens,
                 max_num_scheduled_tokens=max_num_scheduled_tokens or None,
@@ -94,7 +149,10 @@ class RealSpeculation:
             ),
         )
         try:
+            if self._resolves_lookahead:
+                config.num_hash_lookahead_tokens = config._resolve_num_hash_lookahead_tokens()
             config._set_max_num_scheduled_tokens()
+            slots = 0 if speculative is None else speculative.max_num_new_slots_for_drafting
         except ValueError:
             return True, False, 0, 0, 0
         scheduler = config.scheduler_config
@@ -105,21 +163,18 @@ class RealSpeculation:
         )
         if speculative is None:
             return False, False, config.num_hash_lookahead_tokens, 0, budget
-        return (
-            False,
-            speculative.use_eagle_block_drop(),
-            config.num_hash_lookahead_tokens,
-            speculative.max_num_new_slots_for_drafting,
-            budget,
-        )
+        return False, speculative.use_eagle_block_drop(), config.num_hash_lookahead_tokens, slots, budget
 
 
-def _own(cls, name: str):
-    """The attribute as `cls` defines it (a function or a property), not inherited from elsewhere."""
+def _own(cls, name: str, optional: bool = False):
+    """The attribute as `cls` defines it (a function or a property), not inherited from elsewhere;
+    None for an optional one the release does not have."""
     for klass in cls.__mro__:
         if name in vars(klass):
             return vars(klass)[name]
-    raise AttributeError(f"vLLM's {cls.__name__} has no {name}: not the vLLM 0.33.0 these stubs call")
+    if optional:
+        return None
+    raise AttributeError(f"vLLM's {cls.__name__} has no {name}: not a vLLM these stubs call")
 
 
 class RealMtpLayers:
