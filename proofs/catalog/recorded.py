@@ -1,4 +1,4 @@
-"""The baseline model against vLLM 0.33.0's own answers, recorded.
+"""The baseline model against vLLM 0.33.0's own answers, recorded (and `vllm-0.34.0` against 0.34.0's).
 
 `gridproof source` and the conformance tests hold the model to vLLM's code,
 but only where its source or an installed vLLM is at hand. The theorems that
@@ -44,8 +44,17 @@ from models.variants import PR457, PR457_GUARDED
 from proofs.catalog.base import Theorem
 from proofs.enumerated import Case, Checks, Enumeration, Verdict
 
-VERSION = "0.33.0"
-RECORDED = Path(__file__).resolve().parent.parent / "recorded" / f"vllm-{VERSION}.json"
+VERSION = "0.33.0"  # the release PR457 patches, and the baseline's
+RECORDS = Path(__file__).resolve().parent.parent / "recorded"
+RELEASES_RECORDED = ("0.33.0", "0.34.0")
+
+
+def record_path(version: str = VERSION) -> Path:
+    """Where the answers recorded from vLLM `version` are kept."""
+    return RECORDS / f"vllm-{version}.json"
+
+
+RECORDED = record_path()
 # vLLM 0.33.0 has no EAGLE conversion: its split reads no EAGLE spans.
 SPLIT_PARAMS = tuple(f.name for f in fields(SplitParams) if f.name not in ("eagle_spans", "eagle_annotated"))
 SPLIT_CALL = tuple(f.name for f in fields(SplitCall))
@@ -75,7 +84,7 @@ def _resolve(variant, x: dict) -> tuple:
     return resolved.block_size, resolved.mamba_block_size, resolved.mamba_page_size_padded
 
 
-def _speculation(_variant, x: dict) -> tuple:
+def _speculation(variant, x: dict) -> tuple:
     """`gridproof check`'s reading of the flags (models.deploy), as the recorded columns have it."""
     config = None
     if x["method"]:
@@ -85,11 +94,14 @@ def _speculation(_variant, x: dict) -> tuple:
     try:
         flags = scheduler_flags(
             # The stubbed draft config has the one count, read by both.
-            speculation(config, MtpLayers(x["mtp_layers"], x["mtp_layers"])),
+            speculation(config, MtpLayers(x["mtp_layers"], x["mtp_layers"]), variant),
             x["enable_prefix_caching"],
             x["kv_connector"],
             x["max_num_batched_tokens"],
             x["max_num_scheduled_tokens"] or None,
+            # The recorded connector is the native OffloadingConnector.
+            native_offload=x["kv_connector"],
+            variant=variant,
         )
     except DeploymentError:
         return True, False, 0, 0, 0
@@ -212,23 +224,25 @@ FUNCTIONS = {
 
 
 @cache
-def _record_bytes() -> bytes:
+def _record_bytes(version: str = VERSION) -> bytes:
     """The recorded file as stored: parsed by recorded(), digested by _domain()."""
+    path = record_path(version)
     try:
-        return RECORDED.read_bytes()
+        return path.read_bytes()
     except OSError as error:
-        raise RecordedCasesError(f"{RECORDED}: cannot read the recorded vLLM {VERSION} answers: {error}") from None
+        raise RecordedCasesError(f"{path}: cannot read the recorded vLLM {version} answers: {error}") from None
 
 
 @cache
-def recorded() -> dict:
-    """The recorded file, checked against FUNCTIONS' columns."""
+def recorded(version: str = VERSION) -> dict:
+    """The file recorded from vLLM `version`, checked against FUNCTIONS' columns."""
+    path = record_path(version)
     try:
-        data = json.loads(_record_bytes())
+        data = json.loads(_record_bytes(version))
     except ValueError as error:
-        raise RecordedCasesError(f"{RECORDED}: cannot read the recorded vLLM {VERSION} answers: {error}") from None
-    if not isinstance(data, dict) or data.get("vllm") != VERSION:
-        raise RecordedCasesError(f"{RECORDED}: not a record of vLLM {VERSION}")
+        raise RecordedCasesError(f"{path}: cannot read the recorded vLLM {version} answers: {error}") from None
+    if not isinstance(data, dict) or data.get("vllm") != version:
+        raise RecordedCasesError(f"{path}: not a record of vLLM {version}")
     for name, function in FUNCTIONS.items():
         table = data.get(name)
         columns = [*function.inputs, *function.outputs]
@@ -239,10 +253,11 @@ def recorded() -> dict:
     return data
 
 
-def _cases(_variant) -> list[Case]:
+def _cases(variant) -> list[Case]:
+    """Every case recorded from the variant's release."""
     cases = []
     for name, function in FUNCTIONS.items():
-        for i, row in enumerate(recorded()[name]["cases"]):
+        for i, row in enumerate(recorded(variant.release)[name]["cases"]):
             n = len(function.inputs)
             answer = {f"vllm {output}": value for output, value in zip(function.outputs, row[n:], strict=True)}
             cases.append({"function": name, "case": i, **dict(zip(function.inputs, row[:n], strict=True)), **answer})
@@ -276,29 +291,36 @@ def matches_recorded(variant, case: Case) -> Verdict:
         if checks.differ(f"{case['function']} {output}", mine[output], expected[output]):
             kept = "" if expected == _vllm(case) else " (the explicit cadence kept)"
             return checks.verdict(
-                f"{case['function']} case {case['case']}: vLLM {VERSION} returned {_vllm(case)}, so the model "
+                f"{case['function']} case {case['case']}: vLLM {variant.release} returned {_vllm(case)}, so the model "
                 f"should give {expected}{kept}; it gives {mine}"
             )
     return checks.verdict()
 
 
 def _domain() -> str:
-    """The recorded cases, by function, and the file's digest: a changed
+    """The recorded cases of each release, by function, and each file's digest: a changed
     record is another domain (and another proof-cache key)."""
-    try:
-        data = recorded()
-    except RecordedCasesError as error:
-        return f"the recorded cases ({error})"
-    counts = ", ".join(f"{len(data[name]['cases'])} {name}" for name in FUNCTIONS)
-    digest = hashlib.sha256(_record_bytes()).hexdigest()[:16]
-    return f"every case recorded from vLLM {VERSION} in proofs/recorded/{RECORDED.name}: {counts} (sha256 {digest}...)"
+    described = []
+    for version in RELEASES_RECORDED:
+        try:
+            data = recorded(version)
+        except RecordedCasesError as error:
+            described.append(f"the cases recorded from vLLM {version} ({error})")
+            continue
+        counts = ", ".join(f"{len(data[name]['cases'])} {name}" for name in FUNCTIONS)
+        digest = hashlib.sha256(_record_bytes(version)).hexdigest()[:16]
+        described.append(
+            f"every case recorded from vLLM {version} in proofs/recorded/{record_path(version).name}: {counts} "
+            f"(sha256 {digest}...)"
+        )
+    return "; ".join(described) + ", each variant on its release's"
 
 
 THEOREMS = (
     Theorem(
         "matches-recorded-vllm",
         "recorded",
-        f"Bounded, by enumeration: on every recorded call of vLLM {VERSION}'s own split "
+        "Bounded, by enumeration: on every recorded call of the variant's vLLM release's own split "
         "(`Scheduler._mamba_block_aligned_split`), checkpoint position and validity "
         "(`get_mamba_prefill_checkpoint_position`, `is_mamba_prefill_checkpoint_valid`) and block-size "
         "resolution (`Platform._align_hybrid_block_size`), the model answers as vLLM did; and on every recorded "
@@ -309,8 +331,8 @@ THEOREMS = (
         "(`human_readable_int`, `human_readable_int_or_auto`) and of each built-in model's recurrent state "
         "tensors (`MambaStateShapeCalculator`, `MambaStateDtypeCalculator`), `gridproof check` (models.deploy, "
         "models.hf_config) reads them as vLLM does. "
-        f"{PR457.name} and {PR457_GUARDED.name} too, except that they keep an explicit --mamba-block-size "
-        "in align mode, where 0.33.0 overwrites it (config-explicit-cadence-kept).",
+        f"{PR457.name} and {PR457_GUARDED.name} against 0.33.0's too, except that they keep an explicit "
+        "--mamba-block-size in align mode, where 0.33.0 overwrites it (config-explicit-cadence-kept).",
         (),
         enumeration=Enumeration(_domain(), _cases, matches_recorded),
     ),

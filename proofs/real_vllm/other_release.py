@@ -2,7 +2,7 @@
 one installed beside gridproof: run in that release's own virtual environment, under the variant that
 answers for it (models.variants.RELEASES: `vllm-0.34.0` for 0.34.0).
 
-The release lives in `$GRIDPROOF_VLLM_VENVS/vllm-X.Y.Z` (default /opt/gridproof-venvs), a venv made as
+The release lives in `$GRIDPROOF_VLLM_VENVS/vllm-X.Y.Z` (default ~/.cache/gridproof/venvs), a venv made as
 tests/install-conformance.sh makes it: CPU torch, the release and its pure-Python requirements from
 a pinned lock, nothing resolved (tests/conformance/requirements-vllm-X.Y.Z.txt). `run` starts that
 venv's python on this module with `--inside`, gridproof's own source first on its path; the process
@@ -43,7 +43,6 @@ import random
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -51,7 +50,9 @@ from models.errors import GridproofError
 
 PROJECT = Path(__file__).resolve().parents[2]
 VENVS_ENV = "GRIDPROOF_VLLM_VENVS"
-DEFAULT_VENVS = Path("/opt/gridproof-venvs")
+# Under the home directory, not $XDG_CACHE_HOME: the test session and CI point that at a proof cache of
+# their own, where the venv tests/install-conformance.sh made is not.
+DEFAULT_VENVS = Path.home() / ".cache" / "gridproof" / "venvs"
 SAMPLE_BUILTIN = 8  # cases per built-in deployment in the sample
 SAMPLE_FAMILY = 6  # cases per check family deployment in the sample
 SAMPLE_GENERATED = 6  # generated deployments in the sample, 8 cases each
@@ -192,6 +193,17 @@ def deployments(variant, sweep: bool, rng: random.Random, only: str | None = Non
             budget = geometry.deployment.max_num_scheduled_tokens
             label = f"{name} {'+'.join(k for k in flags if k != 'max_num_scheduled_tokens') or 'plain'}"
             found.append((label, geometry, [budget], None if sweep else SAMPLE_FAMILY))
+    # The README's deployment: Kimi-K3 at TP16/DCP16 as `check` reads its flags.
+    readme = {
+        "tensor_parallel_size": 16,
+        "decode_context_parallel_size": 16,
+        "block_size": 768,
+        "max_num_scheduled_tokens": 4096,
+        "speculative_config": eagle,
+        "kv_transfer_config": offload,
+    }
+    geometry = resolve_deployment(load_model("kimi-k3"), ServeFlags(**readme), variant).geometry
+    found.append(("kimi-k3 readme", geometry, [4096], None if sweep else SAMPLE_FAMILY))
     for number in range(SWEEP_GENERATED if sweep else SAMPLE_GENERATED):
         geometry, budgets = random_deployment(rng, number)
         found.append((geometry.name, geometry, budgets, None if sweep else 8))
@@ -273,7 +285,9 @@ def run(version: str, sweep: bool = False, seed: int = 0, only: str | None = Non
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python3 -m proofs.real_vllm.other_release", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python3 -m proofs.real_vllm.other_release", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("version", help="the vLLM release, e.g. 0.34.0")
     parser.add_argument("--sweep", action="store_true", help="every case of every deployment (else a sample)")
     parser.add_argument("--seed", type=int, default=0)

@@ -42,13 +42,21 @@ from models.scheduler import SplitCall, SplitParams
 from proofs.catalog.recorded import (
     ABSENT,
     FUNCTIONS,
-    RECORDED,
     SPLIT_CALL,
     SPLIT_PARAMS,
-    VERSION,
     mtp_config,
     offload_extra_config,
+    record_path,
 )
+
+
+def installed_version() -> str:
+    """The release of the vLLM this process imports: the one recorded (proofs/recorded/vllm-X.Y.Z.json).
+    Read from the distribution, so that asking does not import vLLM."""
+    from importlib import metadata
+
+    return metadata.version("vllm")
+
 
 SEED = 20261201
 SPLIT_BOUNDARY_CASES = 1500
@@ -305,7 +313,7 @@ def record(real_split, real_config, real_speculation, real_mtp, real_offload, re
             [flag, text, *real_token_flag.read(text, flag == "max_model_len")] for flag, text in token_flag_cases()
         ],
     }
-    result = {"vllm": VERSION, "recorded_by": f"tests/conformance/recorded.py, seed {SEED}"}
+    result = {"vllm": installed_version(), "recorded_by": f"tests/conformance/recorded.py, seed {SEED}"}
     for name, function in FUNCTIONS.items():
         result[name] = {"columns": [*function.inputs, *function.outputs], "cases": tables[name]}
     return result
@@ -332,14 +340,19 @@ def dumps(recorded: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help=f"write {RECORDED} (default: print a summary)")
+    version = installed_version()
+    target = record_path(version)
+    parser.add_argument("--write", action="store_true", help=f"write {target} (default: print a summary)")
+    parser.add_argument("--out", metavar="FILE", help="write the record there instead (to compare it)")
     args = parser.parse_args(argv)
-    print(f"loading vLLM {VERSION} ...", file=sys.stderr, flush=True)
+    if args.out:
+        target, args.write = Path(args.out), True
+    print(f"loading vLLM {version} ...", file=sys.stderr, flush=True)
     recorded = record(*(load_reader(*where) for where in READERS.values()))
     counts = ", ".join(f"{k} {len(v['cases'])}" for k, v in recorded.items() if isinstance(v, dict))
     if args.write:
-        Path(RECORDED).write_text(dumps(recorded), encoding="utf-8")
-        print(f"wrote {RECORDED}: {counts}", file=sys.stderr)
+        Path(target).write_text(dumps(recorded), encoding="utf-8")
+        print(f"wrote {target}: {counts}", file=sys.stderr)
     else:
         print(f"recorded (not written): {counts}", file=sys.stderr)
     return 0

@@ -1,13 +1,18 @@
 """The recorded vLLM 0.33.0 answers (proofs/recorded/) are what the real vLLM
-returns: recorded again here, they must equal the committed file."""
+returns: recorded again here, they must equal the committed file. (The 0.34.0
+answers are recorded the same way in the 0.34.0 venv:
+tests/conformance/test_other_release.py.)"""
 
 import json
 
 from conformance.recorded import READERS, record
-from proofs.catalog.recorded import FUNCTIONS, RECORDED
+from proofs.catalog.recorded import FUNCTIONS, RECORDED, VERSION
 
 
 def test_recorded_answers_are_vllms(request):
+    from conformance.recorded import installed_version
+
+    assert installed_version() == VERSION
     fresh = record(*(request.getfixturevalue(fixture) for fixture in READERS))
     committed = json.loads(RECORDED.read_text(encoding="utf-8"))
     for name in FUNCTIONS:
