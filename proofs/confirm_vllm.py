@@ -20,7 +20,8 @@ def confirm(p: Plan, law: dict, progress: Callable[[int, int], None] | None = No
     """Every length compared; the disagreements, one line each."""
     if p.variant.name != BASELINE.name:
         raise VllmMissing(
-            f"--confirm-vllm runs vLLM 0.33.0 as released, so only --variant baseline, not {p.variant.name}"
+            f"--confirm-vllm runs the installed vLLM 0.33.0 as released, so only --vllm-version 0.33.0 "
+            f"(--variant baseline), not {p.variant.name}"
         )
     try:
         from proofs.real_vllm.end_to_end import Case, RealCases, boundary_lengths, differences, model_observation

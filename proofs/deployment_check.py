@@ -18,7 +18,7 @@ import time
 from models import arith
 from models.deploy import ResolvedDeployment
 from models.geometry import DRAFT, RECURRENT, TARGET
-from models.offload import OffloadNotModelled, offload_hit
+from models.offload import OffloadNotModelled, offload_hit, runs_beside_hashing
 from models.plan import Plan, plan
 from models.prefill import publishes, run_prefill
 from models.prefix_cache import LookupFailure, cached_prefix, gpu_hit
@@ -82,7 +82,7 @@ def typical_request(p: Plan) -> dict:
     except LookupFailure as error:
         gpu, failure = None, str(error)
     offload = None
-    if not p.split.lookahead:
+    if runs_beside_hashing(p):
         try:
             offload = offload_hit(p, cached, tokens, tokens)
         except OffloadNotModelled:
@@ -187,7 +187,7 @@ def warnings_for(deployment: ResolvedDeployment, p: Plan, typical: dict, law: di
     if typical["stale_recurrent_states"]:
         stale = typical["stale_recurrent_states"]
         found.append(
-            f"vLLM 0.33.0 keys a recurrent state under a longer prefix than it holds (at {_positions(stale)} in "
+            f"{p.variant.engine} keys a recurrent state under a longer prefix than it holds (at {_positions(stale)} in "
             f"the typical request): the split's grid ({p.split.block:,}) is finer than the recurrent block "
             f"({p.cadence:,}), so a chunk leaves a block mid-way and the block is hashed by its end; a later request "
             "restored there continues from the wrong state"

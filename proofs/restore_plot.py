@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 import warnings
 
-from models.offload import OffloadNotModelled, offload_hit
+from models.offload import OffloadNotModelled, offload_hit, runs_beside_hashing
 from models.plan import Plan
 from models.prefill import run_prefill
 from models.prefix_cache import LookupFailure, cached_prefix, gpu_hit
@@ -25,7 +25,7 @@ def restores(p: Plan, length: int) -> tuple[int | None, int | None]:
     except LookupFailure:
         gpu = None
     try:
-        offload = None if p.split.lookahead else offload_hit(p, cached, length, length)
+        offload = offload_hit(p, cached, length, length) if runs_beside_hashing(p) else None
     except OffloadNotModelled:
         offload = None
     return gpu, offload

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from models.geometry import Geometry
-from models.offload import OffloadNotModelled, offload_hit
+from models.offload import OffloadNotModelled, offload_hit, runs_beside_hashing
 from models.plan import checked_plan
 from models.positions import Positions
 from models.prefill import Trace, initial_state_column, run_prefill
@@ -81,8 +81,11 @@ def simulate(variant: Variant, geometry: Geometry, budgets, prompt_tokens: int |
 def offload_restore(plan, cached, tokens: int) -> tuple[int | None, str | None]:
     """What an identical resend loads from the native offload connector alone (the GPU prefix cache
     evicted), or None and why not."""
-    if plan.split.lookahead:
-        return None, "a deployment that hashes ahead runs no KV connector (vLLM hashes with no lookahead beside one)"
+    if not runs_beside_hashing(plan):
+        return None, (
+            f"a deployment that hashes ahead runs no KV connector ({plan.variant.engine} hashes with no lookahead "
+            "beside one)"
+        )
     try:
         return offload_hit(plan, cached, tokens, tokens), None
     except OffloadNotModelled as error:

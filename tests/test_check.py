@@ -1,5 +1,7 @@
 """`gridproof check`: the Kimi-K3 judging deployments, vLLM's flag spellings,
-bad input (one line, exit 2), and the geometry it writes."""
+bad input (one line, exit 2), and the geometry it writes, as vLLM 0.33.0 reads them
+(`check` and `check_json` ask --vllm-version 0.33.0 unless a test names a variant or release;
+tests/test_check_releases.py holds what 0.34.0 answers otherwise)."""
 
 from __future__ import annotations
 
@@ -36,7 +38,8 @@ KIMI_K3 = [
 
 
 def check(capsys, *args: str) -> tuple[int, str]:
-    status = main(["check", *args])
+    named = any(a in ("--variant", "--vllm-version") or a.startswith(("--variant=", "--vllm-version=")) for a in args)
+    status = main(["check", *args, *(() if named else ("--vllm-version", "0.33.0"))])
     return status, capsys.readouterr().out
 
 

@@ -18,7 +18,7 @@ from models.errors import GridproofError, quoted
 from models.files import parse_json
 from models.geometry import MAX_TOKENS
 from models.hf_config import KV_CACHE_DTYPES, SSM_CACHE_DTYPES, builtin_model_names, load_model
-from models.variants import get_variant
+from models.variants import NEWEST_RELEASE, RELEASES, get_variant, release_variant
 from proofs.commands.arguments import UsageError, non_negative_integer, positive_integer
 
 SWEEPABLE = {
@@ -82,6 +82,13 @@ def _json_object(text: str) -> dict:
 def _variant(text: str):
     try:
         return get_variant(text)
+    except GridproofError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _release(text: str):
+    try:
+        return release_variant(text)
     except GridproofError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 
@@ -161,8 +168,18 @@ def add_parser(sub) -> None:
         help="recurrent states the GPU cache keeps: 0 (vLLM's default) only where a later request resumes, "
         "none every one (dense), N one per N tokens",
     )
-    parser.add_argument(
-        "--variant", type=_variant, default="baseline", help="baseline (vLLM 0.33.0, default), pr457, pr457-guarded"
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument(
+        "--vllm-version",
+        type=_release,
+        metavar="X.Y.Z",
+        help=f"the vLLM release you serve with: {', '.join(RELEASES)} (default: the newest, {NEWEST_RELEASE})",
+    )
+    which.add_argument(
+        "--variant",
+        type=_variant,
+        help="a modelled variant instead of a release: baseline (vLLM 0.33.0), pr457 or pr457-guarded (PR457 on "
+        "0.33.0), vllm-0.34.0",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--emit-geometry", metavar="FILE", help="also write the resolved geometry TOML (for simulate)")
@@ -214,7 +231,7 @@ def run(args: argparse.Namespace) -> int:
     from proofs.check_report import render_json, render_sweep, render_text, sweep
     from proofs.deployment_check import analyse
 
-    variant = args.variant if not isinstance(args.variant, str) else get_variant(args.variant)
+    variant = args.variant or args.vllm_version or release_variant(NEWEST_RELEASE)
     model = load_model(args.model)
     flags = flags_from(args)
     if args.sweep:
