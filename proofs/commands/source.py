@@ -40,8 +40,9 @@ def add_parser(sub) -> None:
     parser.add_argument(
         "--variant",
         metavar="NAME",
-        help="the model to prove the functions equivalent to: baseline (vLLM 0.33.0, the default), pr457 or "
-        "pr457-guarded; with --patch NAME, NAME by default",
+        help="the model to prove the functions equivalent to: baseline (vLLM 0.33.0, the default), pr457, "
+        "pr457-guarded or vllm-0.34.0; with --patch NAME, NAME by default; with --vllm-version X.Y.Z, that "
+        "release's",
     )
     parser.add_argument(
         "--patch",
@@ -72,6 +73,7 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from models.variants import RELEASES
     from proofs.source import budget, report
     from proofs.source.releases import patched_source, source_for, spec_source, variant_for
 
@@ -90,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
             if args.patch:
                 source = patched_source(source, args.patch)
             variant = variant_for(args.variant, args.patch)
+            if args.variant is None and not args.patch and args.vllm_version in RELEASES:
+                variant = RELEASES[args.vllm_version]  # the release's own model
             result = report.check(source, _names(args, variant), theorems=not args.no_theorems, variant=variant)
     print(json.dumps(result, indent=2) if args.json else report.render_text(result))
     return 0 if result["ok"] else 1

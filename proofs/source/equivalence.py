@@ -87,6 +87,9 @@ class Subject:
     required: Callable[[Variant], bool] = _every_variant
     # The function's raises are its answer (a configuration refused), not crash sites.
     raises_are_results: bool = False
+    # Releases whose code computes it elsewhere than TARGETS names, where the executor does not follow
+    # (release -> where): reported with its ABSENT, which stays a failure where it is required.
+    moved: tuple[tuple[str, str], ...] = ()
 
     def model(self, x: dict):
         return self.model_of(self.variant, x)
@@ -303,6 +306,13 @@ ALL_SUBJECTS = (
         lambda v, x: resume.expected_state_columns(v, x),
         lambda f, x: f.state_columns(x),
         scope=resume.STATE_COLUMNS_SCOPE,
+        moved=(
+            (
+                "0.34.0",
+                "get_aligned_state_indices_multi_group_kernel (Triton) and the GPU model runner's "
+                "model_states/mamba_hybrid.py, which the executor does not run yet",
+            ),
+        ),
     ),
     Subject(
         "seeded_state_column",

@@ -280,6 +280,9 @@ def resolution_call(c: ConfigInputs, methods=None):
         ),
         parallel_config=StandIn("parallel_config"),
         compilation_config=StandIn("compilation_config", static_forward_context={"mamba": layer}),
+        # 0.34.0 reads it for the state tensors' alignment (mamba_state_alignment); the state page is
+        # an input here (its alignment is models.hf_config's), so ReplaySSM is off.
+        use_flashinfer_replayssm=False,
     )
     non_ssm = [_backend("a non-SSM backend", c.backend_alignment)]
     # Releases before 0.33.0 ask for a sparse indexer's block multiple: the base Platform has none (None).
