@@ -267,8 +267,8 @@ MUTANTS = {
             "where vLLM falls back to dropping the trailing block",
             "deploy",
             "scheduler_flags",
-            "spec.eagle_block_drop and spec.lookahead_hashes and enable_prefix_caching",
-            "spec.eagle_block_drop and enable_prefix_caching",
+            "hashes = spec is not None and spec.eagle_block_drop and spec.lookahead_hashes",
+            "hashes = spec is not None and spec.eagle_block_drop",
             base=BASELINE,
         ),
         _mutant(
