@@ -17,7 +17,6 @@ from pathlib import Path
 from models.errors import GridproofError
 from models.files import UnreadableFileError, parse_json, read_user_text
 from models.geometry import MAX_TOKENS
-from models.variants import BASELINE, Variant
 
 FAMILY_DIR = Path(__file__).parent / "families"
 DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "int8": 1, "fp8": 1}
@@ -133,14 +132,10 @@ class HybridModel:
         dtypes = _state_dtypes(self, ssm_cache_dtype)
         return tuple(StateTensor(s, d) for s, d in zip(shapes, dtypes, strict=True))
 
-    def state_page(
-        self, tp: int, num_spec: int, ssm_cache_dtype: str, replayssm: bool = False, variant: Variant = BASELINE
-    ) -> int:
-        """The recurrent state page of one rank (`MambaSpec.page_size_bytes`): its tensors' bytes, each
-        rounded up to the variant's state alignment under FlashInfer's ReplaySSM (`replayssm`:
-        --use-replayssm with the FlashInfer Mamba backend; 0.34.0 `mamba_state_alignment`)."""
-        alignment = variant.replayssm_state_alignment if replayssm else 1
-        return sum(-(-t.bytes // alignment) * alignment for t in self.state(tp, num_spec, ssm_cache_dtype))
+    def state_page(self, tp: int, num_spec: int, ssm_cache_dtype: str) -> int:
+        """The recurrent state page of one rank (`MambaSpec.page_size_bytes`): its tensors' bytes. (0.34.0
+        rounds each up to 16 bytes with FlashInfer's ReplaySSM, a backend flag `check` does not read.)"""
+        return sum(t.bytes for t in self.state(tp, num_spec, ssm_cache_dtype))
 
 
 def _divide(name: str, total: int, tp: int) -> int:

@@ -43,9 +43,6 @@ class Variant:
     # update_from_output hashes a hybrid request's blocks once more after each sampled token with no
     # drafter too, when scheduling is synchronous (models/prefix_cache.py, cached_prefix).
     hashes_after_sampling: bool = False
-    # MambaSpec.state_alignment: the bytes each recurrent state tensor is rounded up to in a page with
-    # FlashInfer's ReplaySSM (models/hf_config.py, HybridModel.state_page); 1 is no alignment.
-    replayssm_state_alignment: int = 1
     # Speculative methods the release no longer has (no SpeculatorConfig: VllmConfig raises "Unsupported
     # speculative method"; models/deploy.py, speculation).
     dropped_speculative_methods: tuple[str, ...] = ()

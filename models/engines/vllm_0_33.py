@@ -18,7 +18,6 @@ BASELINE = Variant(
     mtp_modules_from_n_predict=False,
     parallel_drafting_block_drafters_only=False,
     hashes_after_sampling=False,
-    replayssm_state_alignment=1,
     description="vLLM 0.33.0 align mode",
 )
 

@@ -11,7 +11,8 @@ What it changes of 0.33.0's choices, each read from the two wheels (docs/release
   chunk.
 - `Scheduler.update_from_output` hashes a hybrid request's blocks once more after each sampled
   token under synchronous scheduling, drafter or not (0.33.0 only with a drafter).
-- `MambaSpec` rounds each state tensor up to 16 bytes with FlashInfer's ReplaySSM.
+- `MambaSpec` rounds each state tensor up to 16 bytes with FlashInfer's ReplaySSM: not modelled
+  (`check` reads no flag that selects that backend; docs/releases.md).
 
 Unchanged: the split (`_mamba_block_aligned_split`), the checkpoint position and validity, the
 coordinator (`kv_cache_coordinator.py`), the block-size resolution's arithmetic.
@@ -35,7 +36,6 @@ VLLM_0_34 = Variant(
     mtp_modules_from_n_predict=True,
     parallel_drafting_block_drafters_only=True,
     hashes_after_sampling=True,
-    replayssm_state_alignment=16,
     dropped_speculative_methods=("medusa", "mlp_speculator"),
     description="vLLM 0.34.0 align mode",
 )
