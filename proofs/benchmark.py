@@ -763,8 +763,22 @@ def capture_to(path: Path | None, command: str):
         f"```\n{command}\n```\n\n```\n{tee.kept.getvalue().rstrip()}\n```\n"
     )
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page, encoding="utf-8")
+    kept = _measured_elsewhere(path)
+    path.write_text(page + (f"\n{kept}" if kept else ""), encoding="utf-8")
     print(f"wrote {path}", file=sys.stderr)
+
+
+OTHER_MEASUREMENTS = "<!-- measured by other commands: kept when this page is written again -->"
+
+
+def _measured_elsewhere(path: Path) -> str:
+    """The page's section of figures other commands made (each with its command), from its marker on."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return ""
+    at = text.find(OTHER_MEASUREMENTS)
+    return text[at:] if at >= 0 else ""
 
 
 if __name__ == "__main__":
