@@ -32,6 +32,11 @@ KV_CACHE_DTYPES = ("auto", *KV_CACHE_DTYPE_BYTES)
 ATTENTION_KERNEL = {False: (16, 16), True: (64, 64)}
 
 
+def kv_element_bytes(kv_cache_dtype: str, model_dtype: str) -> int:
+    """The bytes of one KV cache element under --kv-cache-dtype ("auto": the model's dtype)."""
+    return DTYPE_BYTES[model_dtype] if kv_cache_dtype == "auto" else KV_CACHE_DTYPE_BYTES[kv_cache_dtype]
+
+
 class ModelConfigError(GridproofError):
     """A config.json gridproof cannot read; the message names the field."""
 
@@ -120,8 +125,7 @@ class HybridModel:
         """Bytes one token's K and V (one latent for MLA) take on one rank, in the KV cache's dtype
         (KV_CACHE_DTYPES; "auto": the model's)."""
         per_head = self.head_size if self.use_mla else 2 * self.head_size
-        element = DTYPE_BYTES[self.dtype] if kv_cache_dtype == "auto" else KV_CACHE_DTYPE_BYTES[kv_cache_dtype]
-        return self.kv_heads_per_rank(tp) * per_head * element
+        return self.kv_heads_per_rank(tp) * per_head * kv_element_bytes(kv_cache_dtype, self.dtype)
 
     def kernel_block(self) -> tuple[int, int]:
         """(smallest kernel block, preferred block) of the attention backend."""

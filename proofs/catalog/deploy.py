@@ -17,9 +17,9 @@ from __future__ import annotations
 import json
 from dataclasses import fields
 
-from models.deploy import ServeFlags, resolve_deployment
+from models.deploy import DeploymentError, ServeFlags, resolve_deployment
 from models.geometry import load_geometry
-from models.hf_config import load_model
+from models.hf_config import KV_CACHE_DTYPES, builtin_model_names, kv_element_bytes, load_model
 from models.plan import plan
 from models.variants import Variant
 from proofs.catalog.base import Theorem
@@ -86,7 +86,82 @@ def flags_resolve_to_the_file(variant: Variant, case: Case) -> Verdict:
     return checks.verdict()
 
 
+# What `check` says it answers for (README, docs/check.md): "a typical 100,000-token resend", shortened
+# to fit --max-model-len.
+DOCUMENTED_TYPICAL_PROMPT = 100_000
+TP_SIZES = (1, 2, 4, 8)
+MAX_MODEL_LENS = (None, 4096, 100_000, 100_001)
+
+
+def _flag_cases(_variant: Variant):
+    for family in builtin_model_names():
+        for tp in TP_SIZES:
+            for kv in KV_CACHE_DTYPES:
+                yield {"family": family, "tp": tp, "kv_cache_dtype": kv}
+
+
+def _resolved(family: str, variant: Variant, **flags):
+    try:
+        return resolve_deployment(load_model(family), ServeFlags(**flags), variant)
+    except DeploymentError:
+        return None  # refused (a TP size the heads do not divide): nothing to compare
+
+
+def reads_the_kv_cache_dtype(variant: Variant, case: Case) -> Verdict:
+    """The attention page `check` resolves with --kv-cache-dtype X is the one with "auto" scaled by the
+    two KV elements' sizes (held to vLLM's by matches-recorded-vllm); and the typical request is the
+    documented one, or one token short of --max-model-len."""
+    checks = Checks()
+    tp, kv = case["tp"], case["kv_cache_dtype"]
+    given = _resolved(case["family"], variant, tensor_parallel_size=tp, kv_cache_dtype=kv)
+    auto = _resolved(case["family"], variant, tensor_parallel_size=tp)
+    if given is None or auto is None:
+        checks.note("a TP size the heads do not divide (refused)")
+        return checks.verdict(exercised=False)
+    dtype = given.model.dtype
+    scaled = auto.config_inputs.attn_page_per_token * kv_element_bytes(kv, dtype)
+    if checks.differ(
+        "the attention page scales with the KV element",
+        given.config_inputs.attn_page_per_token * kv_element_bytes("auto", dtype),
+        scaled,
+    ):
+        return checks.verdict(
+            f"--kv-cache-dtype {kv}: an attention page of {given.config_inputs.attn_page_per_token} bytes a token, "
+            f"where 'auto' gives {auto.config_inputs.attn_page_per_token} and the elements are "
+            f"{kv_element_bytes(kv, dtype)} and {kv_element_bytes('auto', dtype)} bytes"
+        )
+    for limit in MAX_MODEL_LENS:
+        resolved = _resolved(case["family"], variant, tensor_parallel_size=tp, max_model_len=limit)
+        if resolved is None:
+            continue
+        within = resolved.max_model_len
+        wanted = DOCUMENTED_TYPICAL_PROMPT if within is None else min(DOCUMENTED_TYPICAL_PROMPT, within - 1)
+        if checks.differ("the typical request", resolved.geometry.request.prompt_tokens, wanted):
+            return checks.verdict(
+                f"--max-model-len {limit}: a typical request of {resolved.geometry.request.prompt_tokens:,} tokens, "
+                f"where check documents {wanted:,}"
+            )
+    return checks.verdict()
+
+
 THEOREMS = (
+    Theorem(
+        "check-reads-the-kv-cache-dtype",
+        "check",
+        "Bounded, by enumeration: for every built-in family, TP size and --kv-cache-dtype `check` takes, the "
+        "attention page per token it resolves (models.deploy.resolve_deployment) is the one 'auto' resolves "
+        "scaled by the two KV elements' sizes (models.hf_config.kv_element_bytes, which matches-recorded-vllm "
+        "holds to vLLM's own reading), so the flag reaches the block; and the typical request it answers for is "
+        f"the documented {DOCUMENTED_TYPICAL_PROMPT:,} tokens, or one short of --max-model-len.",
+        (),
+        enumeration=Enumeration(
+            f"every built-in family, at TP {', '.join(map(str, TP_SIZES))} (those its heads divide), with each "
+            f"--kv-cache-dtype of {', '.join(KV_CACHE_DTYPES)}; --max-model-len unset, "
+            f"{', '.join(str(n) for n in MAX_MODEL_LENS if n)}",
+            _flag_cases,
+            reads_the_kv_cache_dtype,
+        ),
+    ),
     Theorem(
         "check-flags-resolve-to-the-files",
         "check",

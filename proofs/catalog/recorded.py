@@ -38,7 +38,7 @@ from models.deploy import (
     token_flag,
 )
 from models.errors import GridproofError
-from models.hf_config import MTP_HIDDEN, NEXTN, MtpLayers, load_model, mtp_layers
+from models.hf_config import MTP_HIDDEN, NEXTN, MtpLayers, kv_element_bytes, load_model, mtp_layers
 from models.scheduler import SplitCall, SplitParams, checkpoint_position, checkpoint_valid, split
 from models.variants import PR457, PR457_GUARDED
 from proofs.catalog.base import Theorem
@@ -157,6 +157,11 @@ def _token_flag(_variant, x: dict) -> tuple:
     return False, -1 if value is None else value
 
 
+def _kv_dtype(_variant, x: dict) -> tuple:
+    """`gridproof check`'s KV cache element under --kv-cache-dtype (models.hf_config.kv_element_bytes)."""
+    return False, kv_element_bytes(x["kv_cache_dtype"], x["model_dtype"])
+
+
 def _state(_variant, x: dict) -> tuple:
     """`gridproof check`'s recurrent state tensors (models.hf_config) for a built-in model: each
     tensor's element count and dtype, as JSON text."""
@@ -203,6 +208,9 @@ FUNCTIONS = {
     # A built-in model's recurrent state at TP `tp`, `num_spec` speculative tokens and an SSM cache
     # dtype: each tensor's element count and dtype (JSON text), as vLLM's own calculators give them.
     "state": RecordedFunction(("model", "tp", "num_spec", "ssm_cache_dtype"), ("elements_json", "dtypes_json"), _state),
+    # The KV cache's element size under each --kv-cache-dtype check takes, for a model of each dtype: what
+    # a token's attention page (and so the hybrid block) is made of.
+    "kv_dtype": RecordedFunction(("kv_cache_dtype", "model_dtype"), ("refused", "element_bytes"), _kv_dtype),
     # A mamba_block_size given on entry is the user's --mamba-block-size (explicit_mamba_block_size).
     "config": RecordedFunction(
         tuple(f.name for f in fields(ConfigInputs)),

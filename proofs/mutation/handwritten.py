@@ -272,6 +272,25 @@ MUTANTS = {
             base=BASELINE,
         ),
         _mutant(
+            "kv-cache-dtype-not-passed",
+            "`check` sizes the attention page in the model's dtype whatever --kv-cache-dtype says: an fp8 KV cache "
+            "resolves the block of a bf16 one",
+            "deploy",
+            "resolve_deployment",
+            "model.attention_page_per_token(tp, flags.kv_cache_dtype)",
+            "model.attention_page_per_token(tp)",
+            base=BASELINE,
+        ),
+        _mutant(
+            "typical-request-a-token-long",
+            "`check`'s typical request is one token longer than the 100,000 it documents",
+            "deploy",
+            "resolve_deployment",
+            "min(TYPICAL_PROMPT_TOKENS, max_model_len - 1)",
+            "min(TYPICAL_PROMPT_TOKENS + 1, max_model_len - 1)",
+            base=BASELINE,
+        ),
+        _mutant(
             "offload-chunk-not-through-int",
             "`check` takes an OffloadingConnector's blocks_per_chunk or block_size as the JSON gives it, where "
             'vLLM 0.33.0 reads it through int(): "4" and 4.5 are 4 blocks there',

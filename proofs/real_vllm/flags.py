@@ -10,6 +10,27 @@ from __future__ import annotations
 import argparse
 
 
+class RealKvCacheDtype:
+    """vLLM's reading of --kv-cache-dtype: the KV cache's element type (`kv_cache_dtype_str_to_dtype`,
+    "auto" the model's dtype) and its size (`get_dtype_size`), which a token's attention page is made of."""
+
+    def __init__(self) -> None:
+        import torch
+        from vllm.utils.torch_utils import get_dtype_size, kv_cache_dtype_str_to_dtype
+
+        self._torch, self._size, self._dtype = torch, get_dtype_size, kv_cache_dtype_str_to_dtype
+
+    def read(self, kv_cache_dtype: str, model_dtype: str) -> tuple[bool, int]:
+        """(refused, the element's bytes): refused where vLLM knows no such dtype."""
+        from types import SimpleNamespace
+
+        model = SimpleNamespace(dtype=getattr(self._torch, model_dtype))
+        try:
+            return False, self._size(self._dtype(kv_cache_dtype, model))
+        except KeyError:
+            return True, 0
+
+
 class RealTokenFlag:
     """Loads vLLM on construction: a missing or renamed parser fails loudly here."""
 

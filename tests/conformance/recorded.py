@@ -37,7 +37,7 @@ from conformance import boundaries, config_inputs, decision_inputs, split_inputs
 from models.config import ConfigInputs
 from models.deploy import SHARDED_DRAFT, SPECULATIVE_METHODS, UNSHARDED_DRAFT
 from models.errors import GridproofError
-from models.hf_config import builtin_model_names, load_model
+from models.hf_config import KV_CACHE_DTYPES, builtin_model_names, load_model
 from models.scheduler import SplitCall, SplitParams
 from proofs.catalog.recorded import (
     ABSENT,
@@ -263,6 +263,7 @@ READERS = {
     "real_offload": ("offload", "RealOffload"),
     "real_token_flag": ("flags", "RealTokenFlag"),
     "real_state": ("state", "RealStateTensors"),
+    "real_kv_dtype": ("flags", "RealKvCacheDtype"),
 }
 
 
@@ -273,7 +274,14 @@ def load_reader(module: str, name: str):
     return quietly(getattr(importlib.import_module(f"proofs.real_vllm.{module}"), name))
 
 
-def record(real_split, real_config, real_speculation, real_mtp, real_offload, real_token_flag, real_state) -> dict:
+def kv_dtype_cases() -> list[tuple]:
+    """Every --kv-cache-dtype check takes, under every model dtype a family may have."""
+    return [(kv, model) for kv in KV_CACHE_DTYPES for model in ("bfloat16", "float16", "float32")]
+
+
+def record(
+    real_split, real_config, real_speculation, real_mtp, real_offload, real_token_flag, real_state, real_kv_dtype
+) -> dict:
     rng = random.Random(SEED)
     split_cases = _sample(rng, list(boundaries.split_cases()), SPLIT_BOUNDARY_CASES)
     for _ in range(SPLIT_RANDOM_CASES):
@@ -312,6 +320,7 @@ def record(real_split, real_config, real_speculation, real_mtp, real_offload, re
         "token_flag": [
             [flag, text, *real_token_flag.read(text, flag == "max_model_len")] for flag, text in token_flag_cases()
         ],
+        "kv_dtype": [[kv, model, *real_kv_dtype.read(kv, model)] for kv, model in kv_dtype_cases()],
     }
     result = {"vllm": installed_version(), "recorded_by": f"tests/conformance/recorded.py, seed {SEED}"}
     for name, function in FUNCTIONS.items():
