@@ -5,12 +5,11 @@ the problem (exit status 2, nothing on stdout, no traceback)."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import gridproof
 
 from models.config import ConfigInputs, resolve
 from models.geometry import (
@@ -24,13 +23,6 @@ from models.plan import plan
 from models.variants import BASELINE, PR457, PR457_GUARDED
 
 BUILTINS = builtin_geometry_names()
-
-
-def gridproof(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """Run the installed `gridproof` command (or the module, if it is not on PATH)."""
-    exe = shutil.which("gridproof")
-    command = [exe] if exe else [sys.executable, "-m", "proofs.cli"]
-    return subprocess.run([*command, *args], capture_output=True, text=True, cwd=cwd, timeout=120, check=False)
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> str:

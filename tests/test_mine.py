@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 import subprocess
 import sys
 
 import pytest
+from helpers import gridproof
 
 from models.geometry import BUILTIN_DIR
 from models.variants import get_variant
@@ -20,15 +20,6 @@ from proofs.playback import load_corpus, replay_outcome
 from proofs.views import ViewError
 
 HEADLINE = "prefill-published-on-target-boundaries"
-
-
-def gridproof(*args: str) -> subprocess.CompletedProcess:
-    """`gridproof ARGS` in a fresh process: mining poses many Z3 queries, and
-    Z3's resource counts drift with what a process ran before, which other
-    tests compare run to run."""
-    exe = shutil.which("gridproof")
-    command = [exe] if exe else [sys.executable, "-m", "proofs.cli"]
-    return subprocess.run([*command, *args], capture_output=True, text=True, timeout=600, check=False)
 
 
 def mine(*args: str) -> tuple[int, str, str]:

@@ -8,6 +8,7 @@ import sys
 import textwrap
 
 import pytest
+from helpers import gridproof
 
 from models import prefill
 from models.variants import VARIANTS
@@ -167,10 +168,8 @@ def test_equivalence_needs_the_original_defined_only():
     assert answer.verdict == equivalence.DIFFERS
 
 
-def gridproof(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "proofs.cli", "mutate", *args], capture_output=True, text=True, timeout=300, check=False
-    )
+def mutate(*args: str) -> subprocess.CompletedProcess:
+    return gridproof("mutate", *args, timeout=300)
 
 
 @pytest.mark.parametrize(
@@ -183,13 +182,13 @@ def gridproof(*args: str) -> subprocess.CompletedProcess:
     ],
 )
 def test_bad_input_is_one_line_and_status_2(args, fragment):
-    result = gridproof(*args)
+    result = mutate(*args)
     assert result.returncode == 2 and result.stdout == ""
     assert len(result.stderr.splitlines()) == 1 and fragment in result.stderr
 
 
 def test_a_small_run_reports_the_score_and_a_line_per_mutant():
-    result = gridproof("--module", "prefill", "--function", "initial_state_column")
+    result = mutate("--module", "prefill", "--function", "initial_state_column")
     assert result.returncode == 0, result.stderr
     progress = [line for line in result.stderr.splitlines() if line.startswith("[")]
     assert len(progress) == 3 and all("killed by prefill-state-slot" in line for line in progress)
