@@ -73,7 +73,7 @@ def render_text(r: dict, explain: bool = True) -> str:
     confirmed = r.get("confirm_vllm")
     if confirmed:
         lines.append(
-            f"  the real vLLM 0.33.0 scheduler, on {confirmed['cases']:,} prompt lengths: "
+            f"  the real {r['plan'].variant.engine} scheduler, on {confirmed['cases']:,} prompt lengths: "
             + (
                 "agrees with the model and the law"
                 if not confirmed["disagreements"]

@@ -254,7 +254,62 @@ def inside(version: str, sweep: bool, seed: int, only: str | None) -> int:
     return 0
 
 
+def inside_lengths(version: str, request_file: str) -> int:
+    """Here (the release's venv): one deployment's resends at the lengths a request file names
+    (`resends`), one JSON line per length: what the real engine restores, and where the model differs."""
+    import tempfile
+
+    from models.geometry import load_geometry
+    from models.variants import release_variant
+    from proofs.real_vllm import end_to_end, quietly
+
+    loaded = installed_release()
+    if loaded != version:
+        raise OtherReleaseError(f"this venv holds vLLM {loaded}, not {version}")
+    variant = release_variant(version)
+    quietly(adapt_harness)
+    request = json.loads(Path(request_file).read_text(encoding="utf-8"))
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "deployment.toml"
+        path.write_text(request["geometry_toml"], encoding="utf-8")
+        geometry = load_geometry(path)
+    real = end_to_end.RealCases()
+    for length in request["lengths"]:
+        case = end_to_end.Case(geometry, request["budget"], length)
+        observed = real.observe(case, variant)
+        found = end_to_end.differences(end_to_end.model_observation(case, variant), observed)
+        print(json.dumps({"length": length, "hit": observed.hit, "differences": found}), flush=True)
+    return 0
+
+
 # --- the caller ----------------------------------------------------------------------------------
+
+
+def resends(version: str, geometry, budget: int, lengths: list[int], echo=None) -> list[dict]:
+    """A deployment's identical resends at `lengths` on vLLM `version` in its venv: per length, what
+    the real engine restores and where the model differs (`echo` sees each as it comes)."""
+    import tempfile
+
+    from models.deploy import geometry_toml
+
+    python = venv_python(version)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PROJECT), os.environ.get("PYTHONPATH", "")])}
+    lines = []
+    with tempfile.TemporaryDirectory() as directory:
+        request = Path(directory) / "resends.json"
+        request.write_text(
+            json.dumps({"geometry_toml": geometry_toml(geometry), "budget": budget, "lengths": lengths}),
+            encoding="utf-8",
+        )
+        command = [str(python), "-m", "proofs.real_vllm.other_release", version, "--inside", "--resends", str(request)]
+        with subprocess.Popen(command, cwd=PROJECT, env=env, stdout=subprocess.PIPE, text=True) as process:
+            for text in process.stdout:
+                lines.append(json.loads(text))
+                if echo is not None:
+                    echo(lines[-1])
+    if process.returncode != 0:
+        raise OtherReleaseError(f"vLLM {version}'s run ended with exit {process.returncode}")
+    return lines
 
 
 def run(version: str, sweep: bool = False, seed: int = 0, only: str | None = None, echo=None) -> dict:
@@ -293,8 +348,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--geometry", help="only this deployment (a built-in geometry or a family label)")
     parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--resends", help=argparse.SUPPRESS)  # with --inside: a request file of `resends`
     args = parser.parse_args(argv)
     try:
+        if args.inside and args.resends:
+            return inside_lengths(args.version, args.resends)
         if args.inside:
             return inside(args.version, args.sweep, args.seed, args.geometry)
         tally = run(args.version, args.sweep, args.seed, args.geometry)

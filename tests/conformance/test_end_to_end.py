@@ -72,3 +72,27 @@ def test_the_kimi_k3_figures_are_what_vllm_restores(real_cases):
     for prompt, (gpu, offload) in KIMI_K3_RESENDS.items():
         real = real_cases.observe(Case(geometry, 4096, prompt))
         assert (real.hit, real.offload) == (gpu, offload), prompt
+
+
+KIMI_K3_FLAGS = [
+    "--model", "kimi-k3", "-tp", "16", "-dcp", "16", "--block-size", "768", "--max-num-scheduled-tokens", "4096",
+    "--speculative-config", '{"method":"eagle","num_speculative_tokens":3}',
+    "--kv-transfer-config", '{"kv_connector":"OffloadingConnector"}',
+]  # fmt: skip
+
+
+def test_check_confirm_vllm_agrees_and_would_notice_a_model_a_token_off(capsys, monkeypatch):
+    """`check --confirm-vllm` on the installed 0.33.0: the README's deployment agrees; with the model's
+    GPU restore one token short, every length that restores anything disagrees."""
+    import json
+
+    from proofs.cli import main
+    from proofs.real_vllm import end_to_end
+
+    argv = ["check", *KIMI_K3_FLAGS, "--vllm-version", "0.33.0", "--confirm-vllm", "--json"]
+    main(argv)
+    confirmed = json.loads(capsys.readouterr().out)["confirm_vllm"]
+    assert confirmed["cases"] > 20 and confirmed["disagreements"] == []
+    monkeypatch.setattr(end_to_end, "gpu_hit", lambda cached, shared, tokens: max(0, shared - 1))
+    main(argv)
+    assert json.loads(capsys.readouterr().out)["confirm_vllm"]["disagreements"]

@@ -48,3 +48,19 @@ def test_the_default_block_asked_of_the_backend_is_each_releases():
     done = _in_venv("-c", "from vllm.config.cache import CacheConfig; print(CacheConfig.DEFAULT_BLOCK_SIZE)")
     assert done.returncode == 0, done.stderr[-2000:]
     assert int(done.stdout.split()[-1]) == VLLM_0_34.default_block_size == 64
+
+
+def test_check_confirms_the_readme_deployment_on_the_real_0_34(capsys):
+    from proofs.cli import main
+
+    flags = ["--model", "kimi-k3", "-tp", "16", "-dcp", "16", "--block-size", "768"]
+    flags += [
+        "--max-num-scheduled-tokens",
+        "4096",
+        "--speculative-config",
+        '{"method":"eagle","num_speculative_tokens":3}',
+    ]
+    flags += ["--kv-transfer-config", '{"kv_connector":"OffloadingConnector"}']
+    assert main(["check", *flags, "--confirm-vllm", "--json"]) == 1  # the alignment finding, not the confirmation
+    confirmed = json.loads(capsys.readouterr().out)["confirm_vllm"]
+    assert confirmed["cases"] > 20 and confirmed["disagreements"] == []
