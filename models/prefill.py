@@ -117,16 +117,13 @@ class Trace:
     def chunk_positions(self, position_of) -> Positions:
         """`position_of(chunk, next_end)` of every chunk that made progress, `next_end` the end of
         the chunk after it (None for the last), gathered as positions. Over a condensed stretch
-        it is evaluated on the first repetitions and the last, and must move with the chunks
-        (`position_of` of a chunk shifted by the stretch's tokens is shifted by as many): the
-        positions of the repetitions in between are a range."""
-        chunks = [c for c in self.chunks if c.end > c.start]
+        it is evaluated on the first repetitions and the last, and where it moves with the chunks
+        (`position_of` of a chunk shifted by the stretch's tokens is shifted by as many) the
+        positions of the repetitions in between are a range; where it does not, every chunk is
+        spelled out."""
         r = self.repeat
         if r is None:
-            nexts = [c.end for c in chunks[1:]] + [None] if chunks else []
-            return Positions.of(
-                sorted({p for c, n in zip(chunks, nexts, strict=True) if (p := position_of(c, n)) is not None})
-            )
+            return self._positions_one_by_one(position_of, self.chunks)
         found: list[range] = []
         singles: set[int] = set()
 
@@ -149,7 +146,9 @@ class Trace:
                 twice = _shifted(c, r.length, r.tokens, self.plan.cadence)
                 second = position_of(twice, None if shifted_next is None else shifted_next + r.tokens)
                 if (first is None) != (second is None) or (first is not None and second != first + r.tokens):
-                    raise ValueError(f"chunk_positions: {position_of} does not move with the repeated chunks")
+                    # Not a range over the repetitions (a faulty split's stretch may repeat its chunks and
+                    # not what they key): every chunk spelled out, as the explicit run would give them.
+                    return self._positions_one_by_one(position_of, list(self.every_chunk()))
             if first is not None and c.end > c.start:
                 found.append(range(first, first + r.tokens * r.times, r.tokens))
             last = _shifted(c, r.length * r.times, r.tokens * r.times, self.plan.cadence)
@@ -161,6 +160,14 @@ class Trace:
         for i, c in enumerate(after):
             at(c, after[i + 1].end if i + 1 < len(after) else None)
         return Positions(found).union(Positions.of(sorted(singles)))
+
+    @staticmethod
+    def _positions_one_by_one(position_of, chunks: list[Chunk]) -> Positions:
+        chunks = [c for c in chunks if c.end > c.start]
+        nexts = [c.end for c in chunks[1:]] + [None] if chunks else []
+        return Positions.of(
+            sorted({p for c, n in zip(chunks, nexts, strict=True) if (p := position_of(c, n)) is not None})
+        )
 
     def chunks_ending_within(self, low: int, high: int) -> list[Chunk]:
         """Every chunk whose end lies in [low, high], the repeats spelled out (a few at most, for a

@@ -60,10 +60,6 @@ def restores(geometry, the_plan, trace) -> tuple | None:
     connector, each attention bucket's keys) and what a later identical request is restored from it and
     through offload alone; None where vLLM refuses the retention interval."""
     prompt, tokens = geometry.request.prompt_tokens, geometry.request.num_tokens
-    if not any(c.end > c.start for c in trace.chunks):
-        # Trace.chunk_positions raises on a trace whose every step stalls (zip(strict=True) of no chunk and
-        # one None), so cached_prefix does: a fault of models/prefill.py, left to its owners.
-        return "no chunk made progress"
     try:
         cached = cached_prefix(the_plan, trace, prompt, tokens)
     except RetentionError:

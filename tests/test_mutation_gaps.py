@@ -55,7 +55,7 @@ def test_a_mutant_equivalent_on_some_shapes_only_is_left_to_the_catalogue():
         ("prefix_cache:gpu_hit:constant-1:0", "1  ->  0", "gpu-restore-safe-complete"),
         # The offload connector's cap a chunk short of the chunks it found: the chunk holding the hit is
         # then one no group stored through.
-        ("offload:offload_hit:arith-1:4", "first + chunks  ->  (first + chunks - 1)", "offload-restore-safe"),
+        ("offload:offload_hit:arith-1:7", "first + chunks  ->  (first + chunks - 1)", "offload-restore-safe"),
         # The 0.33.0 model converting an annotated EAGLE group as PR457 does.
         (
             "scheduler:last_cacheable_position:drop-conjunct:1",

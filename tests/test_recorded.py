@@ -81,7 +81,7 @@ def test_the_recorded_split_calls_take_every_path_of_the_split():
 def test_a_bad_record_is_one_clear_error(tmp_path, monkeypatch):
     bad = tmp_path / "vllm-0.33.0.json"
     bad.write_bytes(b"\xff\xfe not json")
-    monkeypatch.setattr(recorded, "RECORDED", bad)
+    monkeypatch.setattr(recorded, "RECORDS", tmp_path)
     recorded.recorded.cache_clear()
     recorded._record_bytes.cache_clear()
     try:
