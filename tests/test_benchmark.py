@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # the benchmark's catalogue figures
+
 ROOT = Path(__file__).resolve().parent.parent
 
 pytest.importorskip("hypothesis")

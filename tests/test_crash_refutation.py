@@ -17,6 +17,8 @@ from proofs.recorded_inputs import withheld
 from proofs.runner import run_theorem
 from proofs.solver import ERROR, PROVED, REFUTED, Claim, Var, decide
 
+pytestmark = pytest.mark.slow  # a mutate run
+
 B = Var("b")
 
 # A generated mutant of config.resolve: the kernel read as the recurrent

@@ -30,6 +30,8 @@ from proofs.report.confirm import (
 )
 from proofs.report.smt2 import CVC5_CONFIGURATIONS, exported, write_smt2
 
+pytestmark = pytest.mark.slow  # the ci tier exported and re-decided by cvc5 (about 2 minutes)
+
 HAS_CVC5 = importlib.util.find_spec("cvc5") is not None
 LCP_OFF_BY_ONE = "mutant:lcp-off-by-one"
 

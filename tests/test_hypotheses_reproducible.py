@@ -5,7 +5,11 @@ whichever tasks its worker happened to take before it."""
 
 from __future__ import annotations
 
+import pytest
+
 from proofs.prove import run_catalogue
+
+pytestmark = pytest.mark.slow  # the ci tier at one job and at two
 
 # Every pr457-guarded entry of the ci tier: prefill-step-slots among them, with
 # deletion checks left unconfirmed under their cap (the kind of entry whose

@@ -16,6 +16,8 @@ import pytest
 from proofs import cli
 from proofs.commands import simulate
 
+pytestmark = pytest.mark.slow  # interrupted runs of every command
+
 PROVE = ["prove", "--tier", "all", "--no-cache"]
 # (arguments, whether the whole group has the signal or the parent alone, the signal)
 RUNS = {

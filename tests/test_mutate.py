@@ -18,6 +18,8 @@ from proofs.mutation.patch import Patch, applied, compile_patched, references_pa
 from proofs.mutation.reach import Call, Fixed, IntLeaf
 from proofs.mutation.run import KILLED, REFERENCE_THEOREMS, decide_mutant, engine_runs, reach_of
 
+pytestmark = pytest.mark.slow  # mutate runs (about 3 minutes)
+
 TOY = '''
 from models import arith
 

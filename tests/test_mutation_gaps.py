@@ -10,6 +10,8 @@ from proofs.mutation.operators import generate
 from proofs.mutation.reach import key
 from proofs.mutation.run import EQUIVALENT, KILLED, _callers, decide_mutant, engine_runs, reach_of
 
+pytestmark = pytest.mark.slow  # the catalogue on mutants (about 8 minutes)
+
 
 def _decided(ident: str, summary: str, only: set[str] | None = None, every_shape: bool | None = None):
     (mutant,) = [m for m in generate((ident.split(":")[0],)) if m.ident == ident]

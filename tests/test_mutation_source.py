@@ -17,6 +17,8 @@ from proofs.mutation.run import GAP, KILLED, decide_mutant, engine_runs, mutated
 from proofs.source.equivalence import SUBJECTS
 from proofs.source.loader import SourceError
 
+pytestmark = pytest.mark.slow  # mutate runs with vLLM's source comparisons (about 4 minutes)
+
 # VALID with `position <= query_end`: an internal checkpoint at the query's
 # end. Every theorem that reads VALID reads it at CP, below the prefill's end.
 END_INCLUSIVE = ("scheduler:checkpoint_valid:relational:4", "position < query_end  ->  position <= query_end")

@@ -18,6 +18,8 @@ from proofs.source.loader import Loader
 from proofs.source.search import SEARCH_SECONDS
 from tests.source_edits import EDITS, tree
 
+pytestmark = pytest.mark.slow  # source on edited trees (about 3 minutes)
+
 FUNCTION_SECONDS = budget.FUNCTION_SECONDS  # the default `source --budget`
 # the budget, the concrete search after an UNKNOWN, the crash sites' budget, and loading
 WALL_SECONDS = FUNCTION_SECONDS + SEARCH_SECONDS + report.CRASH_SECONDS + 15

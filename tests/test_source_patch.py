@@ -22,6 +22,8 @@ from proofs.source import budget, patches, report
 from proofs.source.loader import SourceError, VllmSource
 from tests.source_edits import MODULES
 
+pytestmark = pytest.mark.slow  # source on patched trees (about 2 minutes)
+
 INSTALLED = VllmSource.installed()
 DIFFS = {name: patches.PATCHES / "vllm-0.33.0" / f"{name}.diff" for name in ("pr457", "pr457-guarded")}
 

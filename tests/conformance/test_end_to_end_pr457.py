@@ -19,6 +19,8 @@ from models.variants import PR457, PR457_GUARDED, VARIANTS
 from proofs.real_vllm import sweep
 from proofs.real_vllm.end_to_end import Case, PatchedCases, differences, model_observation
 
+pytestmark = pytest.mark.slow  # the patched real scheduler in worker processes
+
 SAMPLE_PER_BUILTIN = 5
 SAMPLE_GENERATED, SAMPLE_PER_GENERATED = 5, 6
 SWEEP_GENERATED = 40

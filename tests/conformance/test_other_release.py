@@ -11,8 +11,12 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from models.variants import BASELINE, VLLM_0_34
 from proofs.real_vllm import other_release
+
+pytestmark = pytest.mark.slow  # vLLM 0.34.0 in its venv
 
 VERSION = "0.34.0"
 PROJECT = Path(__file__).resolve().parents[2]

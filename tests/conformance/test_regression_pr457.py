@@ -15,6 +15,8 @@ from proofs.real_vllm import regression
 from proofs.real_vllm.end_to_end import PatchedCases
 from proofs.real_vllm.regression import FULL_CONTEXT
 
+pytestmark = pytest.mark.slow  # the scaled Kimi-K3 regression on the real scheduler
+
 PROMPT = 136_168  # the geometry's request: 11 x 12,288 + 1,000
 
 

@@ -10,6 +10,8 @@ import pytest
 from proofs.cli import main
 from proofs.source import patches
 
+pytestmark = pytest.mark.slow  # the whole review, twice (about 4 minutes)
+
 GUARDED = patches.PATCHES / "vllm-0.33.0" / "pr457-guarded.diff"
 SECTIONS = (
     "The shipped functions against the model",
