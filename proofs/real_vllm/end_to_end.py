@@ -307,7 +307,7 @@ def differences(model: Observation, real: Observation) -> list[str]:
     for name in ("chunk_ends", "recurrent", "hit", "offload", "offered"):
         mine, theirs = getattr(model, name), getattr(real, name)
         if mine != theirs and "not modelled" not in (mine, theirs):
-            found.append(f"{name}: gridproof {_short(mine)}, vLLM {_short(theirs)}")
+            found.append(f"{name}: gridproof {shortened(mine)}, vLLM {shortened(theirs)}")
     for group, theirs in real.attention.items():
         mine = model.attention.get(group)
         if mine != theirs:
@@ -316,11 +316,14 @@ def differences(model: Observation, real: Observation) -> list[str]:
             found.append(f"attention group {group} keys: gridproof also {extra}, misses {missing}")
     for group, theirs in real.recurrent_by_group.items():
         if theirs != model.recurrent:
-            found.append(f"recurrent group {group} keys: gridproof {_short(model.recurrent)}, vLLM {_short(theirs)}")
+            found.append(
+                f"recurrent group {group} keys: gridproof {shortened(model.recurrent)}, vLLM {shortened(theirs)}"
+            )
     return found
 
 
-def _short(value) -> str:
+def shortened(value) -> str:
+    """A long list of positions as its first few and last two, for a line of a comparison."""
     if isinstance(value, list) and len(value) > 8:
         return f"[{', '.join(map(str, value[:4]))}, ... ({len(value) - 6} more) ..., {value[-2]}, {value[-1]}]"
     return str(value)

@@ -35,6 +35,7 @@ from models.plan import ConfigurationRejected, checked_plan
 from models.prefill import run_prefill
 from models.prefix_cache import cached_prefix, gpu_hit
 from models.variants import BASELINE, VARIANTS
+from proofs.real_vllm.end_to_end import shortened
 
 GEOMETRY = "kimi-k3-tp16-dcp16-all-groups"
 BUDGETS = (768, 4096)
@@ -166,20 +167,14 @@ def run_differences(model: Run, real: Run) -> list[str]:
     found = []
     for name in ("chunk_ends", "gpu_hit", "offload_hit", "offered"):
         if getattr(model, name) != getattr(real, name):
-            found.append(f"{name}: model {_short(getattr(model, name))}, vLLM {_short(getattr(real, name))}")
+            found.append(f"{name}: model {shortened(getattr(model, name))}, vLLM {shortened(getattr(real, name))}")
     for group in range(len(real.kinds)):
         if model.keyed.get(group, []) != real.keyed.get(group, []):
             found.append(
-                f"group {group} ({real.kinds[group]}) keys: model {_short(model.keyed.get(group, []))}, "
-                f"vLLM {_short(real.keyed.get(group, []))}"
+                f"group {group} ({real.kinds[group]}) keys: model {shortened(model.keyed.get(group, []))}, "
+                f"vLLM {shortened(real.keyed.get(group, []))}"
             )
     return found
-
-
-def _short(value) -> str:
-    if isinstance(value, list) and len(value) > 8:
-        return f"[{', '.join(map(str, value[:3]))}, ... {len(value) - 5} more ..., {value[-2]}, {value[-1]}]"
-    return str(value)
 
 
 # --- the claim -----------------------------------------------------------------------------------
