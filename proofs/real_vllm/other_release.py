@@ -11,7 +11,7 @@ families resolved under the variant, and generated deployments) and writes one J
 the caller tallies them.
 
 The harness is written against vLLM 0.33.0's API. `adapt_harness` bridges what 0.34.0 changed, each
-a change the harness itself needs (docs/releases.md lists them), applied inside only and only where
+a change the harness itself needs (each listed here), applied inside only and only where
 the loaded vLLM lacks the 0.33.0 form:
 
 - `ModelRunnerOutput` has no `req_id_to_index` (the scheduler reads `req_ids`): the harness passes it;
