@@ -417,16 +417,24 @@ def _offload_cases(variant: Variant):
             yield case
 
 
-def offload_restore_safe(variant: Variant, case: Case) -> Verdict:
-    checks = Checks()
+def _offload_setting(checks: Checks, variant: Variant, case: Case):
+    """The plan, what the prefill leaves keyed and the connector's groups; groups None (noted) where the
+    prefill stalls, vLLM refuses the retention interval, or the connector's setting is not modelled."""
     p, _, cached = _cached(variant, case)
     if cached is None:
         checks.note("a prefill that stalls or a retention vLLM refuses")
-        return checks.verdict(exercised=False)
+        return p, None, None
     try:
-        groups = offload_groups(p)
+        return p, cached, offload_groups(p)
     except OffloadNotModelled:
         checks.note("a connector setting the model does not cover")
+        return p, cached, None
+
+
+def offload_restore_safe(variant: Variant, case: Case) -> Verdict:
+    checks = Checks()
+    p, cached, groups = _offload_setting(checks, variant, case)
+    if groups is None:
         return checks.verdict(exercised=False)
     restored = False
     for kind, shared, new in _later_requests(p, case["prompt"]):
@@ -473,14 +481,8 @@ def _offload_unsafe(checks: Checks, p: Plan, cached: CachedPrefix, groups, share
 
 def offload_restore_holds_its_state(variant: Variant, case: Case) -> Verdict:
     checks = Checks()
-    p, _, cached = _cached(variant, case)
-    if cached is None:
-        checks.note("a prefill that stalls or a retention vLLM refuses")
-        return checks.verdict(exercised=False)
-    try:
-        groups = offload_groups(p)
-    except OffloadNotModelled:
-        checks.note("a connector setting the model does not cover")
+    p, cached, groups = _offload_setting(checks, variant, case)
+    if groups is None:
         return checks.verdict(exercised=False)
     restored = False
     for kind, shared, new in _later_requests(p, case["prompt"]):
