@@ -28,7 +28,8 @@ from proofs.catalog.base import Theorem
 from proofs.enumerated import Case, Checks, Enumeration, Verdict
 
 
-def _small(name: str, page: int, deployment: dict, groups: list[dict]) -> Geometry:
+def small_geometry(name: str, page: int, deployment: dict, groups: list[dict]) -> Geometry:
+    """A generated geometry of `page`-token blocks, three pages a step, a one-token request."""
     data = {
         "deployment": {"dcp_size": 1, "block_size": page, "max_num_scheduled_tokens": 3 * page, **deployment},
         "groups": groups,
@@ -40,7 +41,7 @@ def _small(name: str, page: int, deployment: dict, groups: list[dict]) -> Geomet
 # Small generated geometries, chosen so that every size the step and the restore read is distinct from the
 # others in at least one of them (so a grid or a search that forgets one is seen).
 SMALL = {
-    "g8": lambda: _small(
+    "g8": lambda: small_geometry(
         "g8",
         8,
         {"eagle_block_drop": True},
@@ -50,7 +51,7 @@ SMALL = {
             {"kind": "draft-attention", "block_size": 8, "eagle": True},
         ],
     ),
-    "g16-dcp2": lambda: _small(
+    "g16-dcp2": lambda: small_geometry(
         "g16-dcp2",
         16,
         {
@@ -66,7 +67,7 @@ SMALL = {
             {"kind": "draft-attention", "block_size": 24, "eagle": True},
         ],
     ),
-    "g4-dcp2": lambda: _small(
+    "g4-dcp2": lambda: small_geometry(
         "g4-dcp2",
         4,
         {"dcp_size": 2, "mamba_block_size": 8, "eagle_block_drop": True},
@@ -76,7 +77,7 @@ SMALL = {
             {"kind": "draft-attention", "block_size": 6, "eagle": True},
         ],
     ),
-    "g16-lookahead": lambda: _small(
+    "g16-lookahead": lambda: small_geometry(
         "g16-lookahead",
         16,
         {
@@ -94,7 +95,7 @@ SMALL = {
             {"kind": "draft-attention", "block_size": 16},
         ],
     ),
-    "g8-offload": lambda: _small(
+    "g8-offload": lambda: small_geometry(
         "g8-offload",
         8,
         {"mamba_block_size": 96, "eagle_block_drop": True, "offload_blocks_per_chunk": 2},

@@ -19,7 +19,7 @@ from dataclasses import replace
 from functools import cache
 
 from models import arith
-from models.geometry import Geometry, builtin_geometry_names, load_geometry, parse_geometry
+from models.geometry import Geometry, builtin_geometry_names, load_geometry
 from models.offload import OffloadNotModelled, offload_groups, offload_hit
 from models.plan import Plan, plan
 from models.prefill import grid_period, prefill_step, run_prefill
@@ -38,27 +38,17 @@ from models.prefix_cache import (
 from models.scheduler import checkpoint_position, checkpoint_valid, prefill_end
 from models.variants import Variant
 from proofs.catalog.base import GEOMETRY_VARS, SPLIT_PARAM_VARS, Obligation, Theorem, bools, ints
-from proofs.catalog.loops import SMALL
+from proofs.catalog.loops import SMALL, small_geometry
 from proofs.catalog.prefill import _setting
 from proofs.claims import Applies, at_most
 from proofs.enumerated import Case, Checks, Enumeration, Verdict
 from proofs.solver import Claim
 
-
-def _small(name: str, page: int, deployment: dict, groups: list[dict]) -> Geometry:
-    data = {
-        "deployment": {"dcp_size": 1, "block_size": page, "max_num_scheduled_tokens": 3 * page, **deployment},
-        "groups": groups,
-        "request": {"prompt_tokens": 1},
-    }
-    return parse_geometry(data, name=name)
-
-
 # Geometries the restore reads that loops.SMALL leaves out, each named for what it adds.
 RESTORE_SMALL = {
     # A recurrent block of two attention blocks, no drafter: 0.33.0's split lands on the attention
     # block, PR457's on the recurrent one.
-    "g8-recurrent16": lambda: _small(
+    "g8-recurrent16": lambda: small_geometry(
         "g8-recurrent16",
         8,
         {},
@@ -69,7 +59,7 @@ RESTORE_SMALL = {
     ),
     # The split's grid (0.33.0: the smallest spec block, the draft's 8) finer than the recurrent
     # block (16), an EAGLE drop with no annotated group: every group is taken for an EAGLE one.
-    "g16-split-finer": lambda: _small(
+    "g16-split-finer": lambda: small_geometry(
         "g16-split-finer",
         8,
         {"eagle_block_drop": True},
@@ -81,7 +71,7 @@ RESTORE_SMALL = {
     ),
     # The same at the sizes of the finding in docs/engine-theorems.md (target 256, recurrent 256,
     # an unannotated 128-token draft, EAGLE drop).
-    "g256-split-finer": lambda: _small(
+    "g256-split-finer": lambda: small_geometry(
         "g256-split-finer",
         128,
         {"eagle_block_drop": True, "max_num_scheduled_tokens": 584},
@@ -93,7 +83,7 @@ RESTORE_SMALL = {
     ),
     # Partial hash hits under DCP with the recurrent block equal to the hash block (R >= H suffices
     # there) and a user-given hash block finer than every span.
-    "g8-dcp2-hash4": lambda: _small(
+    "g8-dcp2-hash4": lambda: small_geometry(
         "g8-dcp2-hash4",
         8,
         {"dcp_size": 2, "hash_block_size": 4, "mamba_block_size": 16},
@@ -104,7 +94,7 @@ RESTORE_SMALL = {
     ),
     # One target group and one recurrent group only (the coordinator's simple hybrid: one pass),
     # internal checkpoints at any token, a recurrent block of two attention blocks.
-    "g8-simple-checkpoints": lambda: _small(
+    "g8-simple-checkpoints": lambda: small_geometry(
         "g8-simple-checkpoints",
         8,
         {"mamba_block_size": 16, "prefill_checkpoint_alignment": 1},
