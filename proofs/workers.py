@@ -24,6 +24,10 @@ import z3
 START_METHOD = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
 
 
+# The signals held back while a worker is forked.
+HELD = {signal.SIGINT, signal.SIGTERM}
+
+
 def context():
     return multiprocessing.get_context(START_METHOD)
 
@@ -36,22 +40,26 @@ def leave_interrupts_to_the_parent() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     z3.set_param("ctrl_c", False)  # a spawned worker's Z3 would take the signal for itself
     if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD)
 
 
 @contextlib.contextmanager
 def interrupts_held() -> Iterator[None]:
-    """Holds a Ctrl-C back while workers are forked: the parent runs Python's
-    at-fork handlers then, and an interrupt raised inside one is printed as
-    ignored and lost, the run going on. It is delivered when the block ends."""
+    """Holds a Ctrl-C (and SIGTERM) back while workers are forked: the parent
+    runs Python's at-fork handlers then, and an interrupt raised inside one is
+    printed as ignored and lost, the run going on. It is delivered when the
+    block ends. The child inherits the mask and keeps the signals held until
+    `leave_interrupts_to_the_parent` has set its own handlers: a worker the
+    parent terminates before that would otherwise run the parent's handler
+    and print a traceback from multiprocessing's bootstrap."""
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    signal.pthread_sigmask(signal.SIG_BLOCK, HELD)
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD)
 
 
 @contextlib.contextmanager
