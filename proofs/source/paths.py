@@ -97,14 +97,20 @@ Lemmas = Callable[[arith.SymbolicContext, set[int]], list[z3.BoolRef]]
 
 
 class _Feasibility:
-    """One solver for the whole exploration: the assumptions and the witness
-    definitions at its base, each path condition as tracked literals.
-
-    With `lemmas`, each check is a fresh solver holding only the definitions
+    """Each check goes first to a fresh solver holding only the definitions
     the path and the condition read (exact: a witness nothing mentions can
-    satisfy its definition) and the lemmas about them. The one solver keeps
-    every witness of every path, and a nonlinear definition no path here
-    reads made most of `_align_hybrid_block_size`'s checks end unknown."""
+    satisfy its definition), with `lemmas` about them where given. Only when
+    that ends unknown is it asked of one solver kept for the whole
+    exploration, every witness definition at its base and each path
+    condition a tracked literal.
+
+    The kept solver alone made the run's speed depend on everything it had
+    been asked before: an edit of the split was decided in 20 s or ran out
+    of its 120 s budget depending on which modules the process had imported
+    first. And its every witness of every path, nonlinear definitions no
+    path here reads among them, made most of `_align_hybrid_block_size`'s
+    checks end unknown (that function's checks, with lemmas, are never
+    asked of it)."""
 
     def __init__(
         self, assumptions: list[z3.BoolRef], context: arith.SymbolicContext, lemmas: Lemmas | None = None
@@ -136,15 +142,29 @@ class _Feasibility:
             return z3.unsat
         if self._contradicts(path, condition):
             return z3.unsat
-        if self.lemmas is not None:
-            return self._pruned(path, condition)
+        self.checks += 1
+        answer = self._fresh(path, condition)
+        if answer != z3.unknown or self.lemmas is not None:
+            return answer
         definitions = self.context.witness_definitions
         for d in definitions[self._defined :]:
             self.solver.add(d)
         self._defined = len(definitions)
         self.solver.set("rlimit", CHECK_RLIMIT)
-        self.checks += 1
         return budget.check(self.solver, *(self.literal(c) for c in path), self.literal(condition))
+
+    def _fresh(self, path: list[z3.BoolRef], condition: z3.BoolRef) -> z3.CheckSatResult:
+        owners = self.context.owners_read([*path, condition])
+        solver = z3.SimpleSolver()
+        if self.lemmas is None:
+            solver.set("arith.nl.grobner", False)
+            solver.set("rlimit", CHECK_RLIMIT)
+            solver.add(*self.assumptions, *self.context.definitions_of(owners))
+        else:
+            solver.set("rlimit", PRUNED_RLIMIT)
+            solver.add(*self.assumptions, *self.context.definitions_of(owners), *self.lemmas(self.context, owners))
+        solver.add(*path, condition)
+        return budget.check(solver)
 
     def _contradicts(self, path: list[z3.BoolRef], condition: z3.BoolRef) -> bool:
         """Whether the condition contradicts the domain and the path with no
@@ -155,15 +175,6 @@ class _Feasibility:
         solver.set("rlimit", BARE_RLIMIT)
         solver.add(*self.assumptions, *path, condition)
         return budget.check(solver) == z3.unsat
-
-    def _pruned(self, path: list[z3.BoolRef], condition: z3.BoolRef) -> z3.CheckSatResult:
-        owners = self.context.owners_read([*path, condition])
-        solver = z3.SimpleSolver()
-        solver.set("rlimit", PRUNED_RLIMIT)
-        solver.add(*self.assumptions, *self.context.definitions_of(owners), *self.lemmas(self.context, owners))
-        solver.add(*path, condition)
-        self.checks += 1
-        return budget.check(solver)
 
 
 class _Oracle:
