@@ -19,7 +19,7 @@ from proofs.heap import pad_heap_top
 # line that names one imports only its module: every module imports what its
 # command runs (mining, mutation, the real vLLM's loaders), and `prove` would
 # otherwise pay for them all at each start.
-COMMANDS = ("simulate", "prove", "report", "mine", "mutate", "source", "check", "review")
+COMMANDS = ("simulate", "prove", "report", "mine", "mutate", "source", "check", "review", "record")
 
 
 def build_parser(command: str | None = None) -> Parser:

@@ -5,7 +5,7 @@ A theorem proved under narrower hypotheses proves less, and still proves:
 `x >= 0` to `x == 0`, leaves the entry PROVED as the manifest expects. So
 the domain of every obligation a variant is expected to prove is pinned
 from outside the catalogue's code:
-`python3 -m proofs.edges --write` finds, for every comparison its hypotheses
+`gridproof record --only edges` finds, for every comparison its hypotheses
 make (and every Bool input, both ways), an input at which the comparison is
 tight (its two sides equal, or one apart for a strict one), and one at
 which it holds by one more, where every hypothesis holds; it checks each
@@ -19,7 +19,6 @@ record's diff.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,7 +30,7 @@ from proofs.records import Record, RecordError
 from proofs.solver import ERROR, VACUOUS, encode
 
 RECORD = Path(__file__).parent / "recorded" / "domain-edges.json"
-RECORD_COMMAND = "python3 -m proofs.edges --write"
+RECORD_COMMAND = "gridproof record --only edges"
 # Inputs are sought within this range first, so a recorded edge reads small;
 # an edge no input in it reaches is sought without the range.
 SMALL = 64
@@ -203,16 +202,3 @@ def _search(encoding, obligation, variant, tight: z3.BoolRef, others) -> tuple[d
             if not _hypotheses_false(obligation.formula, variant, values):
                 return values, model
     return None
-
-
-def main(argv: list[str] | None = None) -> int:
-    return RECORDED.main(
-        argv,
-        "python3 -m proofs.edges",
-        __doc__.split("\n\n")[0],
-        RECORDED.per_obligation(lambda obligation, variant, _: edges_of(obligation, variant)),
-    )
-
-
-if __name__ == "__main__":
-    sys.exit(main())

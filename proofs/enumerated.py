@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from models.variants import Variant
-from proofs.records import Record, RecordError, proved_variants
+from proofs.records import Record, RecordError
 from proofs.solver import ERROR, PROVED, REFUTED, VACUOUS
 
 Case = dict[str, object]  # a case's concrete inputs, by name (JSON values)
@@ -130,7 +130,7 @@ def decide_enumeration(enumeration: Enumeration, variant: Variant) -> Decision:
 
 DOMAINS = Record(
     Path(__file__).parent / "recorded" / "enumerated-domains.json",
-    "python3 -m proofs.enumerated --write",
+    "gridproof record --only domains",
     "enumerated domain sizes",
 )
 
@@ -165,44 +165,6 @@ def smaller_than_recorded(theorem_name: str, variant_name: str, decision: Decisi
             f"values, proves less; if it is meant, record it again ({again})"
         )
     return None
-
-
-def _record_domains(theorems: list[str] | None) -> dict:
-    from proofs.catalog import CATALOGUE
-    from proofs.mutation.handwritten import in_effect
-    from proofs.runner import load_manifest
-
-    try:
-        found = dict(DOMAINS.theorems())
-    except RecordError:
-        found = {}
-    manifest = load_manifest()
-    for name, theorem in CATALOGUE.items():
-        if theorem.enumeration is None or (theorems is not None and name not in theorems):
-            continue
-        found[name] = {}
-        for variant_name in proved_variants(manifest[name]):
-            with in_effect(variant_name) as variant:
-                decision = decide_enumeration(theorem.enumeration, variant)
-            if decision.verdict != PROVED:
-                raise RecordError(f"{name} / {variant_name}: {decision.verdict}, not PROVED: {decision.reason}")
-            found[name][variant_name] = domain_size(decision)
-            made = sum(decision.checks.values())
-            print(
-                f"{name} / {variant_name}: {decision.cases} cases, {len(decision.checks)} named checks made "
-                f"{made:,} times",
-                file=sys.stderr,
-            )
-    return {name: found[name] for name in CATALOGUE if name in found}
-
-
-def main(argv: list[str] | None = None) -> int:
-    return DOMAINS.main(
-        argv,
-        "python3 -m proofs.enumerated",
-        "Record the number of cases of every enumerated theorem's domain and how many times it makes each check.",
-        _record_domains,
-    )
 
 
 def _answer(enumeration: Enumeration, variant: Variant, case: Case) -> Verdict:
@@ -334,7 +296,3 @@ def write_certificates(entries, directory: Path) -> list[Path]:
         atomic.write_text(directory / f"{stem}.txt", "\n".join(lines) + "\n")
         written += [directory / f"{stem}.json", directory / f"{stem}.txt"]
     return written
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -5,7 +5,7 @@ symbolic split set to a constant (no shared-prefix junction, say), a size
 taken from another input. The hypotheses do not mention it, so the recorded
 edges of the domain cannot see it go, and the proof, now over the fixed
 value alone, still holds and states less. So for every obligation a variant
-is expected to prove, `python3 -m proofs.inputs_read --write` records the
+is expected to prove, `gridproof record --only inputs-read` records the
 inputs its proof read (those the hypotheses and the goal mention, directly
 or through the witnesses' definitions, in some case it decided; a case
 split's inputs are read by the split), and `gridproof prove` makes a PROVED
@@ -15,13 +15,12 @@ diff."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from proofs.records import Record, RecordError
-from proofs.solver import ERROR, PROVED, VACUOUS, SolverOptions
+from proofs.solver import ERROR, VACUOUS
 
-RECORD_COMMAND = "python3 -m proofs.inputs_read --write"
+RECORD_COMMAND = "gridproof record --only inputs-read"
 RECORDED = Record(Path(__file__).parent / "recorded" / "inputs-read.json", RECORD_COMMAND, "inputs read")
 
 
@@ -50,25 +49,3 @@ def fewer_than_recorded(theorem_name: str, variant_name: str, outcomes) -> tuple
                 f"in the catalogue proves less; if it is meant, record the inputs again ({again})"
             )
     return None
-
-
-def _inputs_read(obligation, variant, expectation) -> list[str]:
-    from proofs.runner import decide_obligation
-
-    outcome = decide_obligation(obligation, variant, SolverOptions(rlimit=expectation.rlimit))
-    if outcome.verdict != PROVED:
-        raise RecordError(f"{obligation.name} / {variant.name}: {outcome.verdict}, not PROVED: {outcome.reason}")
-    return outcome.inputs_read
-
-
-def main(argv: list[str] | None = None) -> int:
-    return RECORDED.main(
-        argv,
-        "python3 -m proofs.inputs_read",
-        "Record the inputs each obligation's proof reads, for every variant the manifest expects to prove it.",
-        RECORDED.per_obligation(_inputs_read),
-    )
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -3,8 +3,6 @@ hypothesis narrowed in the catalogue makes the entry VACUOUS, naming the
 edge it excludes, and the record covers every obligation it must."""
 
 import dataclasses
-import subprocess
-import sys
 
 import pytest
 import z3
@@ -14,7 +12,7 @@ from proofs.catalog import CATALOGUE
 from proofs.catalog.base import split_call
 from proofs.mutation.handwritten import in_effect
 from proofs.mutation.patch import Patch, applied
-from proofs.records import proved_obligations
+from proofs.recording import proved_obligations
 from proofs.runner import run_theorem
 from proofs.solver import ERROR, PROVED, REFUTED, VACUOUS
 
@@ -142,9 +140,3 @@ class _Reading:
 
     def __init__(self, hypotheses):
         self.hypotheses, self.free, self.inputs = hypotheses, [], {}
-
-
-@pytest.mark.parametrize("argv, message", [([], "nothing to do"), (["--write", "--theorem", "nope"], "nope")])
-def test_the_command_refuses_bad_arguments(argv, message):
-    out = subprocess.run([sys.executable, "-m", "proofs.edges", *argv], capture_output=True, text=True)
-    assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -242,10 +240,3 @@ def test_a_check_left_out_of_an_enumerated_theorem_fails_prove(weakening):
         entry = run_theorem(CATALOGUE[theorem], variant, PROVED)
     assert entry.verdict == VACUOUS and not entry.ok, entry.reason
     assert named in entry.reason and "fewer times than recorded" in entry.reason
-
-
-def test_the_domain_record_command_refuses_bad_arguments():
-    out = subprocess.run(
-        [sys.executable, "-m", "proofs.enumerated", "--write", "--theorem", "nope"], capture_output=True, text=True
-    )
-    assert out.returncode == 2 and "unknown theorem 'nope'" in out.stderr and "Traceback" not in out.stderr

@@ -2,15 +2,10 @@
 input the catalogue fixes, which no hypothesis mentions, makes the proved
 entry VACUOUS, naming it; the record covers every obligation it must."""
 
-import subprocess
-import sys
-
-import pytest
-
 from proofs import inputs_read
 from proofs.catalog import CATALOGUE
 from proofs.mutation.patch import Patch, applied
-from proofs.records import proved_obligations
+from proofs.recording import proved_obligations
 from proofs.runner import run_theorem
 from proofs.solver import ERROR, PROVED, VACUOUS, Outcome
 
@@ -50,9 +45,3 @@ def test_reading_more_than_recorded_passes_and_a_missing_record_is_an_error(monk
     verdict, reason = inputs_read.fewer_than_recorded(theorem.name, "baseline", [(obligation, more)])
     assert verdict == ERROR and "no recorded inputs read for baseline" in reason
     assert inputs_read.RECORD_COMMAND in reason
-
-
-@pytest.mark.parametrize("argv, message", [([], "nothing to do"), (["--write", "--theorem", "nope"], "nope")])
-def test_the_command_refuses_bad_arguments(argv, message):
-    out = subprocess.run([sys.executable, "-m", "proofs.inputs_read", *argv], capture_output=True, text=True)
-    assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr

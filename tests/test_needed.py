@@ -2,16 +2,13 @@
 (proofs/needed.py): a goal weakened so that it holds at one makes the entry
 VACUOUS, naming the hypothesis, and the record covers every obligation."""
 
-import subprocess
-import sys
-
 import pytest
 
-from proofs import needed
+from proofs import needed, recording
 from proofs.catalog import CATALOGUE
 from proofs.mutation.handwritten import in_effect
 from proofs.mutation.patch import Patch, applied
-from proofs.records import proved_obligations
+from proofs.recording import proved_obligations
 from proofs.runner import load_manifest, run_theorem
 from proofs.solver import ERROR, PROVED, VACUOUS
 
@@ -96,13 +93,7 @@ def test_recording_finds_a_witness_of_each_needed_hypothesis():
     theorem = CATALOGUE["split-untouched-outside-prefill"]
     obligation = theorem.obligations[0]
     with in_effect("baseline") as variant:
-        witnesses = needed.witnesses_of(obligation, variant, load_manifest()[theorem.name].rlimit)
+        witnesses = recording.witnesses_of(obligation, variant, load_manifest()[theorem.name].rlimit)
         assert [w["hypothesis"] for w in witnesses] == ["past the prefill"]
         claim = obligation.formula(variant, dict(witnesses[0]["inputs"]))
         assert not claim.goal and not claim.hypotheses["past the prefill"]
-
-
-@pytest.mark.parametrize("argv, message", [([], "nothing to do"), (["--write", "--theorem", "nope"], "nope")])
-def test_the_command_refuses_bad_arguments(argv, message):
-    out = subprocess.run([sys.executable, "-m", "proofs.needed", *argv], capture_output=True, text=True)
-    assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr

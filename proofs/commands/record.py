@@ -1,0 +1,51 @@
+"""`gridproof record`: write again the records `gridproof prove` holds entries
+to (proofs/recording.py), for every theorem or those named."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+# The records, in the order they are written (proofs/recording.py: RECORDS).
+RECORD_NAMES = ("edges", "needed", "inputs-read", "counterexamples", "domains")
+
+
+def add_parser(sub) -> None:
+    parser = sub.add_parser(
+        "record",
+        help="write the records of proofs/recorded/ again (domain edges, needed hypotheses, inputs read, "
+        "counterexamples, enumerated domain sizes) after a theorem or the model changed on purpose",
+    )
+    parser.add_argument(
+        "--theorem",
+        metavar="NAME",
+        action="append",
+        help="only this theorem (repeatable); every other theorem's entries are kept",
+    )
+    parser.add_argument(
+        "--only",
+        metavar="RECORD",
+        action="append",
+        choices=RECORD_NAMES,
+        help=f"only this record (repeatable): {', '.join(RECORD_NAMES)} (default: all)",
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from models.errors import GridproofError, did_you_mean
+    from proofs.catalog import CATALOGUE
+    from proofs.recording import RECORDS, record
+
+    for name in args.theorem or ():
+        if name not in CATALOGUE:
+            raise GridproofError(f"--theorem: unknown theorem {name!r}{did_you_mean(name, CATALOGUE)}")
+    records = args.only or list(RECORD_NAMES)
+    try:
+        record(records, args.theorem, lambda line: print(line, file=sys.stderr, flush=True))
+    except GridproofError as error:
+        print(f"gridproof: error: {error}", file=sys.stderr)
+        return 1
+    for name in records:
+        print(f"recorded: {RECORDS[name][0].path}")
+    return 0
