@@ -78,6 +78,7 @@ PROCEDURE = (
     "models/arith.py",
     "proofs/solver.py",
     # the solver's rooms
+    "proofs/problem.py",
     "proofs/claims.py",
     "proofs/options.py",
     "proofs/queries.py",

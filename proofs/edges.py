@@ -24,8 +24,8 @@ from pathlib import Path
 
 import z3
 
-from proofs import minimisation
 from proofs.claims import Kind, hypotheses_false
+from proofs.problem import pinned
 from proofs.records import Record, RecordError
 from proofs.solver import ERROR, VACUOUS, encode
 
@@ -165,7 +165,7 @@ def _comparisons(term: z3.ExprRef, seen: set[int]) -> Iterator[z3.ExprRef]:
 
 def small_inputs(encoding) -> list[z3.BoolRef]:
     """Every Int input of `encoding` within [-SMALL, SMALL]: where a recorded input is sought first."""
-    return minimisation.pinned(encoding.ints, (-SMALL, SMALL))
+    return pinned(encoding.ints, (-SMALL, SMALL))
 
 
 def _search(encoding, obligation, variant, tight: z3.BoolRef, others) -> tuple[dict, z3.ModelRef] | None:

@@ -2,18 +2,14 @@
 the cheap checks first (a geometry pinned small) and the hopeless ones not
 posed. Also the hypotheses a case can leave out of its proof query
 unchecked (the cone of influence). Functions of the problem being decided
-(proofs/solver.py)."""
+(proofs/problem.py), called by the decision procedure (proofs/solver.py)."""
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 import z3
 
 from proofs import queries
-
-if TYPE_CHECKING:
-    from proofs.solver import _Encoding, _Problem
+from proofs.problem import Encoding, Problem, pinned
 
 CORE_RLIMIT = 300_000  # per deletion check when minimising a proof's hypotheses, at most
 # A deletion check may cost this many times what its proof cost. Over
@@ -60,7 +56,7 @@ PINNED_WIDE_RLIMIT = 40_000
 
 
 def minimised(
-    problem: _Problem, encoding: _Encoding, proof_key: str, proof_cost: int, known_needed: set[str], idle: set[str]
+    problem: Problem, encoding: Encoding, proof_key: str, proof_cost: int, known_needed: set[str], idle: set[str]
 ) -> tuple[list[str], list[str]]:
     """minimal_hypotheses for a proof, answered once per identical proof query within
     shared_queries. Deletion queries do not go through the query cache,
@@ -84,8 +80,8 @@ def minimised(
 
 
 def minimal_hypotheses(
-    problem: _Problem,
-    encoding: _Encoding,
+    problem: Problem,
+    encoding: Encoding,
     negated_goal: z3.BoolRef,
     proof_cost: int = CORE_RLIMIT,
     known_needed: set[str] = frozenset(),
@@ -152,7 +148,7 @@ class DeletionQueries:
     Not through the query cache: these solvers differ per case, and a key
     costs about what a pinned query does."""
 
-    def __init__(self, problem: _Problem, encoding: _Encoding, negated_goal: z3.BoolRef) -> None:
+    def __init__(self, problem: Problem, encoding: Encoding, negated_goal: z3.BoolRef) -> None:
         self.problem, self.encoding, self.negated_goal = problem, encoding, negated_goal
         self.solvers: dict[tuple[int, int] | None, z3.Solver] = {}
         self._failing: list[dict[str, bool]] | None = None
@@ -232,7 +228,7 @@ class DeletionQueries:
         return self.solvers[pins]
 
 
-def independent_of_goal(encoding: _Encoding, simplified: dict[str, z3.BoolRef]) -> set[str]:
+def independent_of_goal(encoding: Encoding, simplified: dict[str, z3.BoolRef]) -> set[str]:
     """The hypotheses that read nothing the goal reads, not even through
     other hypotheses (arith's footprint: inputs and witnesses): the goal's
     footprint grows by that of each conjunct of a hypothesis that shares
@@ -255,8 +251,3 @@ def independent_of_goal(encoding: _Encoding, simplified: dict[str, z3.BoolRef]) 
                 reached |= read
                 grown = True
     return {name for name, conjuncts in reads.items() if not any(r & reached for r in conjuncts)}
-
-
-def pinned(sizes, pins: tuple[int, int]) -> list[z3.BoolRef]:
-    low, high = pins
-    return [size == low if low == high else z3.And(low <= size, size <= high) for size in sizes]

@@ -2,20 +2,18 @@
 query: random small inputs on the concrete model (the probe, with
 shrinking), then small concrete geometries in which every division is by a
 constant and the query is linear (the ladder). Functions of the problem
-being decided (proofs/solver.py)."""
+being decided (proofs/problem.py), called by the decision procedure
+(proofs/solver.py)."""
 
 from __future__ import annotations
 
 import itertools
 import random
-from typing import TYPE_CHECKING
 
 import z3
 
 from proofs.claims import Kind, replay
-
-if TYPE_CHECKING:
-    from proofs.solver import _Problem
+from proofs.problem import Problem
 
 # Small concrete geometries tried before the fully symbolic search for a
 # counterexample: a concrete divisor makes the query linear, where a symbolic
@@ -27,7 +25,7 @@ PROBES = 300  # random concrete inputs tried before the ladder's queries
 PROBE_INT_MAX = 40
 
 
-def refute_small(problem: _Problem, case: dict, rungs: tuple[int, int | None] = (0, None)) -> dict | None:
+def refute_small(problem: Problem, case: dict, rungs: tuple[int, int | None] = (0, None)) -> dict | None:
     """A replaying counterexample in `case` from the cheap refuters: the
     probe, then the ladder, rung by rung. `rungs`: the slice of SIZE_LADDER
     to climb; the probe runs with the first rung. Each rung draws the same
@@ -43,7 +41,7 @@ def _goal_violated(encoding) -> z3.BoolRef:
     return z3.Not(encoding.goal)
 
 
-def probe(problem: _Problem, case: dict) -> dict | None:
+def probe(problem: Problem, case: dict) -> dict | None:
     """Random small inputs evaluated on the concrete model, before any
     query: where failures are dense this is the fastest refuter (random
     testing's strength). Seeded, so a rerun finds the same input; what it
@@ -67,7 +65,7 @@ def probe(problem: _Problem, case: dict) -> dict | None:
     return None
 
 
-def shrink(problem: _Problem, values: dict, case: dict) -> dict:
+def shrink(problem: Problem, values: dict, case: dict) -> dict:
     """Greedily smaller inputs that still fail on the concrete model, so a
     probe's counterexample reads like the ladder's."""
     changed = True
@@ -92,7 +90,7 @@ def shrink(problem: _Problem, values: dict, case: dict) -> dict:
 
 
 def search(
-    problem: _Problem, case: dict, target, *, replayed: bool = False, rungs=SIZE_LADDER, skip: int = 0
+    problem: Problem, case: dict, target, *, replayed: bool = False, rungs=SIZE_LADDER, skip: int = 0
 ) -> dict | None:
     """A model of `target` in small concrete geometries: every size input
     fixed to a value of the rung before encoding (all combinations, or a

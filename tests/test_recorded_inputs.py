@@ -5,7 +5,7 @@ model answers it, so a stale or unfit input decides nothing."""
 import pytest
 
 from models import arith
-from proofs import counterexamples, minimisation, solver
+from proofs import counterexamples, minimisation, problem
 from proofs.catalog import CATALOGUE
 from proofs.claims import conjunct_alone, replay
 from proofs.mutation.handwritten import in_effect
@@ -22,7 +22,7 @@ def test_a_recorded_counterexample_is_the_first_answer(refute_first, monkeypatch
     def formula(variant, x):
         return Claim(hypotheses={"a positive": x["a"] >= 1}, goal=x["b"] != 37)
 
-    monkeypatch.setattr(solver._Problem, "check", _no_query)
+    monkeypatch.setattr(problem.Problem, "check", _no_query)
     recorded = SolverOptions(
         refute_first=refute_first, recorded_inputs=(as_inputs(dict(a=0, b=37)), as_inputs(dict(a=5, b=37)))
     )
@@ -130,7 +130,7 @@ def test_a_recorded_input_where_the_model_divides_by_zero_refutes_as_a_crash(mon
     def formula(variant, x):
         return Claim(hypotheses={"b non-negative": x["b"] >= 0}, goal=arith.floordiv(x["b"], x["a"]) >= 0)
 
-    monkeypatch.setattr(solver._Problem, "check", _no_query)
+    monkeypatch.setattr(problem.Problem, "check", _no_query)
     outcome = decide(formula, (A, B), None, SolverOptions(recorded_inputs=(as_inputs(dict(a=0, b=3)),)))
     assert outcome.verdict == REFUTED
     assert outcome.counterexample == {"a": 0, "b": 3}

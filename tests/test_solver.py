@@ -686,7 +686,7 @@ def test_two_conjuncts_built_as_one_condition_are_an_error():
 def test_the_resource_counter_is_read_as_z3s_statistics_have_it():
     import z3
 
-    from proofs.solver import _resource_count
+    from proofs.problem import _resource_count
 
     context = z3.Context()
     x = z3.Int("x", context)
