@@ -22,7 +22,8 @@ from pathlib import Path
 
 from models.errors import GridproofError
 from proofs.source import merge
-from proofs.source.proxy import Unsupported, symbolic_max, symbolic_min
+from proofs.source.minmax import symbolic_max, symbolic_min
+from proofs.source.proxy import Unsupported
 
 
 class SourceError(GridproofError):

@@ -109,9 +109,9 @@ def _truth(value):
 class Guarded:
     """The elements of a filtered generator or list whose filter is
     symbolic: each value with the condition it is present under. `min` and
-    `max` read it whole (an if-then-else term); its truth (any element
-    present) is one branch; iterating it, as Python would, branches on each
-    element's presence in turn."""
+    `max` read it whole (an if-then-else term: proofs/source/minmax.py); its
+    truth (any element present) is one branch; iterating it, as Python
+    would, branches on each element's presence in turn."""
 
     def __init__(self, items: list[tuple[object, object]]) -> None:
         self.items = items  # (condition: bool | SymBool, value)
@@ -164,29 +164,6 @@ def filtered(iterable, keep, element):
     if all(c is True for c, _ in items):
         return [v for _, v in items]
     return Guarded(items)
-
-
-def extreme_of_guarded(guarded: Guarded, pick_smaller: bool, default: object, has_default: bool):
-    """min/max over a Guarded list: the best present value, or the default."""
-    present: z3.BoolRef = z3.BoolVal(False)
-    best = None
-    for condition, value in guarded.items:
-        g = z3.BoolVal(True) if condition is True else condition.term
-        v = term(value)
-        if best is None:
-            best, present = v, g
-            continue
-        better = v < best if pick_smaller else v > best
-        best = z3.If(z3.And(g, z3.Or(z3.Not(present), better)), v, best)
-        present = z3.Or(present, g)
-    if best is not None and has_default:
-        return wrap(z3.If(present, best, term(default)))
-    # Without a default, Python raises when nothing is present: fork on it.
-    if best is None or not paths.decide(present):
-        if has_default:
-            return default
-        raise ValueError(f"{'min' if pick_smaller else 'max'}() arg is an empty sequence")
-    return wrap(best)
 
 
 class Rewriter(ast.NodeTransformer):
