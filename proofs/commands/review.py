@@ -55,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
 
     from models.errors import GridproofError
     from proofs import review
-    from proofs.source.releases import patched_source, source_for, variant_for
+    from proofs.source.patches import patched_source
+    from proofs.source.releases import source_for, variant_for
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():

@@ -75,7 +75,8 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from models.variants import RELEASES
     from proofs.source import budget, report
-    from proofs.source.releases import patched_source, source_for, spec_source, variant_for
+    from proofs.source.patches import patched_source, spec_source
+    from proofs.source.releases import source_for, variant_for
 
     with budget.configured(args.budget, args.check_budget):
         if args.diff:

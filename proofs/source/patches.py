@@ -1,7 +1,8 @@
 """A vLLM release with one of the project's patches applied (patches/), or
 with any unified diff: its Python files copied from the installed vLLM or
 the release's wheel into a cache directory, the diff applied there, and the
-tree read as any other (`gridproof source --patch NAME`).
+tree read as any other (`gridproof source --patch NAME`, or a --diff side
+written X.Y.Z+NAME: patched_source, spec_source).
 
 The diff is applied strictly: every hunk's context and removed lines must
 be in the file as the diff states them, at the stated line or within
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from proofs.source.loader import SourceError, VllmSource
+from proofs.source.releases import WHEEL_CACHE, is_release, source_for
 
 PATCHES = Path(__file__).resolve().parents[2] / "patches"
 OFFSET_LINES = 200
@@ -28,8 +30,6 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 def patch_cache() -> Path:
-    from proofs.source.releases import WHEEL_CACHE
-
     return Path(os.environ.get("GRIDPROOF_VLLM_PATCHED") or WHEEL_CACHE.parent / "vllm-patched")
 
 
@@ -198,3 +198,20 @@ def patched(base: VllmSource, version: str, diff: Path) -> VllmSource:
 
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", name)
+
+
+def spec_source(spec: str) -> VllmSource:
+    """A --diff side: a release (X.Y.Z), a release with one of the project's
+    patches (X.Y.Z+NAME), or a path."""
+    release, plus, patch = spec.partition("+")
+    if plus and is_release(release):
+        return patched_source(source_for(version=release), patch)
+    return source_for(version=spec) if is_release(spec) else source_for(path=spec)
+
+
+def patched_source(source: VllmSource, patch: str) -> VllmSource:
+    """`source` with the project's patch `patch` (for its release) or a diff file applied."""
+    version = source.version()
+    if version is None:
+        raise SourceError(f"{source.label}: no vllm/_version.py to tell which release the patch is for")
+    return patched(source, version, diff_file(patch, version))

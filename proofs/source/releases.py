@@ -1,6 +1,7 @@
 """Which vLLM source a run reads: a path, the installed vLLM, or a release's
 wheel from the package index (downloaded once into a cache, read as a zip,
-never installed)."""
+never installed); and which model a run holds it to. A release with one of
+the project's patches applied is proofs/source/patches.py's."""
 
 from __future__ import annotations
 
@@ -69,25 +70,6 @@ def _download(version: str) -> Path:
     if wheel is None:
         raise SourceError(f"vLLM {version}: pip downloaded no wheel named vllm-{version}-*.whl")
     return wheel
-
-
-def spec_source(spec: str) -> VllmSource:
-    """A --diff side: a release (X.Y.Z), a release with one of the project's
-    patches (X.Y.Z+NAME), or a path."""
-    release, plus, patch = spec.partition("+")
-    if plus and is_release(release):
-        return patched_source(source_for(version=release), patch)
-    return source_for(version=spec) if is_release(spec) else source_for(path=spec)
-
-
-def patched_source(source: VllmSource, patch: str) -> VllmSource:
-    """`source` with the project's patch `patch` (for its release) or a diff file applied."""
-    from proofs.source import patches
-
-    version = source.version()
-    if version is None:
-        raise SourceError(f"{source.label}: no vllm/_version.py to tell which release the patch is for")
-    return patches.patched(source, version, patches.diff_file(patch, version))
 
 
 def variant_for(name: str | None, patch: str | None):
