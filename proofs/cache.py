@@ -63,7 +63,8 @@ from models.files import parse_json
 from proofs import counterexamples, edges, inputs_read, interrupts, needed
 from proofs.catalog import Theorem
 from proofs.claims import Kind, UnknownConjunct, conjunct_alone, replay
-from proofs.enumerated import DOMAINS, Decision, smaller_than_recorded
+from proofs.domains import DOMAINS, smaller_than_recorded
+from proofs.enumerated import Decision
 from proofs.mutation.handwritten import in_effect, resolve
 from proofs.mutation.patch import PatchError
 from proofs.records import RecordError
@@ -90,6 +91,7 @@ PROCEDURE = (
     "proofs/prove.py",
     "proofs/cache.py",
     "proofs/enumerated.py",
+    "proofs/domains.py",
     "proofs/edges.py",
     "proofs/needed.py",
     "proofs/inputs_read.py",

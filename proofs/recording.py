@@ -19,7 +19,7 @@ from dataclasses import replace
 
 import z3
 
-from proofs import counterexamples, edges, enumerated, inputs_read, needed
+from proofs import counterexamples, domains, edges, enumerated, inputs_read, needed
 from proofs.catalog import CATALOGUE
 from proofs.claims import UnknownConjunct, conjunct_alone, replay
 from proofs.edges import small_inputs
@@ -263,7 +263,7 @@ def domains_found(theorems: list[str] | None, say: Say) -> dict:
     all when None) and how many times it makes each named check, for every
     variant the manifest expects to prove it; every other theorem's kept."""
     try:
-        found = dict(enumerated.DOMAINS.theorems())
+        found = dict(domains.DOMAINS.theorems())
     except RecordError:
         found = {}
     manifest = load_manifest()
@@ -276,7 +276,7 @@ def domains_found(theorems: list[str] | None, say: Say) -> dict:
                 decision = enumerated.decide_enumeration(theorem.enumeration, variant)
             if decision.verdict != PROVED:
                 raise RecordError(f"{name} / {variant_name}: {decision.verdict}, not PROVED: {decision.reason}")
-            found[name][variant_name] = enumerated.domain_size(decision)
+            found[name][variant_name] = domains.domain_size(decision)
             made = sum(decision.checks.values())
             say(
                 f"{name} / {variant_name}: {decision.cases} cases, {len(decision.checks)} named checks made "
@@ -299,5 +299,5 @@ RECORDS: dict[str, tuple[Record, Callable[[list[str] | None, Say], dict]]] = {
     ),
     "inputs-read": (inputs_read.RECORDED, per_obligation(inputs_read.RECORDED, inputs_read_by)),
     "counterexamples": (counterexamples.RECORDED, counterexamples_found),
-    "domains": (enumerated.DOMAINS, domains_found),
+    "domains": (domains.DOMAINS, domains_found),
 }

@@ -22,7 +22,8 @@ from models.variants import VARIANTS
 from proofs import edges, inputs_read, interrupts, needed
 from proofs.catalog import CATALOGUE, Obligation, Theorem
 from proofs.claims import UnknownConjunct, conjunct_alone, replay
-from proofs.enumerated import DOMAINS, claim_text, decide_enumeration, smaller_than_recorded
+from proofs.domains import DOMAINS, smaller_than_recorded
+from proofs.enumerated import claim_text, decide_enumeration
 from proofs.mutation.handwritten import MUTANTS, in_effect, resolve
 from proofs.mutation.patch import PatchError
 from proofs.recorded_inputs import recorded_inputs

@@ -12,14 +12,8 @@ from models.variants import VARIANTS
 from proofs.catalog import CATALOGUE
 from proofs.catalog.loops import SMALL
 from proofs.cli import main
-from proofs.enumerated import (
-    DOMAINS,
-    Enumeration,
-    Verdict,
-    decide_enumeration,
-    live_code_digest,
-    smaller_than_recorded,
-)
+from proofs.domains import DOMAINS, smaller_than_recorded
+from proofs.enumerated import Enumeration, Verdict, decide_enumeration, live_code_digest
 from proofs.mutation.handwritten import MUTANTS, in_effect
 from proofs.mutation.patch import Patch, applied
 from proofs.runner import claim_texts, run_theorem
