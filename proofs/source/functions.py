@@ -16,12 +16,11 @@ from models.arith import is_symbolic
 from models.config import ConfigInputs
 from models.scheduler import SplitCall, SplitParams
 from models.variants import BASELINE, Variant
-from proofs.real_vllm.split import split_stand_ins
 from proofs.source import groups, platform, resume
 from proofs.source.loader import LoadedFunction, Loader
 from proofs.source.proxy import Unsupported, term
 from proofs.source.reading import symbolic_or_concrete
-from proofs.source.standins import Lazy, StandIn, optional
+from proofs.source.standins import Lazy, StandIn, optional, split_stand_ins
 
 SCHEDULER = "vllm.v1.core.sched.scheduler"
 KV_CACHE_INTERFACE = "vllm.v1.kv_cache_interface"

@@ -14,9 +14,11 @@ a method the caller stands in for (one that reaches torch) keeps its stand-in.
 from __future__ import annotations
 
 import types
+from types import SimpleNamespace
 
 import z3
 
+from models.scheduler import SplitCall, SplitParams
 from proofs.source import paths
 from proofs.source.proxy import Unsupported, wrap
 
@@ -80,3 +82,48 @@ def optional(value: object) -> object:
 def unwrap(value: object) -> object:
     """A proxy's term; anything else unchanged."""
     return getattr(value, "term", value)
+
+
+# The split's `self` and `request`, built from the model's split inputs: by the
+# source executor (with stand-ins) and by the conformance of the real split (plain namespaces).
+
+
+def none_if_zero(value):
+    return None if value == 0 else value
+
+
+def _namespace(role: str, **attributes):
+    return SimpleNamespace(**attributes)
+
+
+def split_stand_ins(p: SplitParams, call: SplitCall, make=_namespace, unset=none_if_zero, physical_block=None, **more):
+    """`self` and `request` holding exactly what `_mamba_block_aligned_split`
+    reads, from the model's split inputs. `make(role, **attributes)` builds
+    each object (plain namespaces here; the source executor's refuse any
+    other attribute), and `unset` turns the model's 0 into vLLM's None.
+    `physical_block`: cache_config.block_size when the grid is not it (a
+    patched split reading the recurrent cadence); `more`: further attributes
+    of the scheduler (the patched split's `mamba_block_size`, ...)."""
+    scheduler = make(
+        "the scheduler (self)",
+        cache_config=make("cache_config", block_size=p.block if physical_block is None else physical_block),
+        block_size=p.sched_block,
+        hash_block_size=p.hash_block,
+        max_num_scheduled_tokens=p.max_scheduled,
+        scheduler_config=make("scheduler_config", long_prefill_token_threshold=p.long_prefill_threshold),
+        use_eagle_block_drop=p.eagle_drop,
+        num_hash_lookahead_tokens=p.lookahead,
+        mamba_partial_cache_hit=p.partial_hits,
+        mamba_has_prefill_checkpoint_blocks=p.checkpoint_blocks,
+        mamba_prefill_checkpoint_alignment=unset(p.checkpoint_alignment),
+        mamba_shared_prefix_checkpoint=p.shared_prefix,
+        **more,
+    )
+    request = make(
+        "the request",
+        num_computed_tokens=call.computed,
+        num_prompt_tokens=call.prompt,
+        num_tokens=call.tokens,
+        shared_prefix_boundary=call.junction,
+    )
+    return scheduler, request
