@@ -410,7 +410,7 @@ class SymbolicContext:
         more terms fold pair by pair. Not in the ordinary queries: the
         witnesses are nonlinear and the over-approximation proves what the
         catalogue needs. They rule out a counterexample that only the
-        over-approximation's slack allows (proofs/solver.py), so the query
+        over-approximation's slack allows (proofs/engine/solver.py), so the query
         decided again finds a genuine one or none. Built on demand, so the
         ordinary queries' terms are numbered as they are without them.
 
@@ -418,7 +418,7 @@ class SymbolicContext:
         pinned so before them included), is pinned branch by branch to the
         constant each branch gives, which is linear. With `linear_only`, the
         other lcm and gcd (Bezout's) are left out: what a query whose sizes
-        are all fixed can afford (proofs/refutation.py's ladder)."""
+        are all fixed can afford (proofs/engine/refutation.py's ladder)."""
         exact = []
         folded_constants = []  # (fold, the branches over constants it is pinned to)
         for kind, terms, result, owner in self._exact:

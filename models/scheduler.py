@@ -97,7 +97,7 @@ def last_cacheable_position(variant: Variant, p: SplitParams, tokens):
     plain = checkpoint_position(tokens, block, False, p.lookahead)
     backoff = checkpoint_position(tokens, block, True, p.lookahead)
     # The spans first: without EAGLE spans the variant's choice is not read
-    # (proofs.runner.ChoicesRead), and variants that differ only there are
+    # (proofs.run.runner.ChoicesRead), and variants that differ only there are
     # decided once.
     if p.eagle_spans and variant.converts_annotated_eagle:
         reusable = arith.minimum_of(arith.each(p.eagle_spans, lambda span: checkpoint_position(tokens, span, True)))

@@ -11,9 +11,9 @@ import os
 import sys
 
 from models.errors import GridproofError
-from proofs import interrupts
 from proofs.commands.arguments import Parser
-from proofs.heap import pad_heap_top
+from proofs.runtime import interrupts
+from proofs.runtime.heap import pad_heap_top
 
 # One module of proofs/commands/ each, registered in this order. A command
 # line that names one imports only its module: every module imports what its
@@ -118,7 +118,7 @@ class _StandardOutput:
 def _interrupted(as_the_command: bool) -> int:
     """Ctrl-C or SIGTERM: one line, and the shell's status for the signal.
     The workers of a parallel run were stopped on the way here
-    (proofs/workers.py). As the command, the process ends at once: the
+    (proofs/runtime/workers.py). As the command, the process ends at once: the
     interrupt may have left objects half made, whose finalisers would print
     tracebacks at exit."""
     said, status = interrupts.stopped_by()

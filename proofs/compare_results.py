@@ -21,7 +21,7 @@ import sys
 
 from models.errors import GridproofError
 from proofs.commands.arguments import Parser
-from proofs.report.result import key, load_baseline
+from proofs.run.result import key, load_baseline
 
 # What a run concludes per entry, with the wording a difference is printed in.
 COMPARED = (

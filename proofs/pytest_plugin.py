@@ -79,7 +79,7 @@ def _selected(item: ProofItem, choice: str) -> bool:
 
 class ManifestFile(pytest.File):
     def collect(self):
-        from proofs.runner import load_manifest, plan_runs
+        from proofs.run.runner import load_manifest, plan_runs
 
         for run in plan_runs(load_manifest(self.path), None, None, "all"):
             yield ProofItem.from_parent(self, name=f"{run.theorem.name}[{run.variant}]", run=run)
@@ -98,8 +98,8 @@ class ProofItem(pytest.Item):
         self.add_marker("gridproof")
 
     def runtest(self) -> None:
-        from proofs.runner import run_theorem
-        from proofs.solver import DEFAULT_RLIMIT, SolverOptions
+        from proofs.engine.solver import DEFAULT_RLIMIT, SolverOptions
+        from proofs.run.runner import run_theorem
 
         run = self.run
         # --gridproof-rlimit, else the manifest's budget for the theorem (where the manifest has one)
@@ -113,7 +113,7 @@ class ProofItem(pytest.Item):
     def repr_failure(self, excinfo, style=None):
         if not isinstance(excinfo.value, ProofFailure):
             return super().repr_failure(excinfo)
-        from proofs.report.result import problems
+        from proofs.run.result import problems
 
         e = excinfo.value.entry
         lines = [f"{e.theorem} / {e.variant}: " + "; ".join(problems(e.to_json()))]
@@ -125,7 +125,7 @@ class ProofItem(pytest.Item):
         return "\n".join(lines)
 
     def reportinfo(self):
-        from proofs.runner import theorem_location
+        from proofs.run.runner import theorem_location
 
         path, _, line = theorem_location(self.run.theorem).rpartition(":")
         root = _manifest().parent.parent

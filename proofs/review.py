@@ -69,7 +69,7 @@ def diff_section(release, source, variant: Variant) -> Section:
 
 
 def theorems_section(variant: Variant) -> Section:
-    from proofs.prove import run_catalogue
+    from proofs.run.prove import run_catalogue
 
     result, _ = run_catalogue(variant=variant.name, export=False, cache=None)
     unguarded, _ = run_catalogue(variant=UNGUARDED, export=False, cache=None)
@@ -229,8 +229,8 @@ def to_html(text: str) -> str:
 
 
 def write(directory: Path, sections: list[Section], subject: str) -> None:
-    """review.md, review.html and review.json, put in place whole (proofs/atomic.py)."""
-    from proofs.atomic import fresh_directory_beside, put_in_place
+    """review.md, review.html and review.json, put in place whole (proofs/runtime/atomic.py)."""
+    from proofs.runtime.atomic import fresh_directory_beside, put_in_place
 
     staging = fresh_directory_beside(directory, ".review-")
     text = markdown(sections, subject)

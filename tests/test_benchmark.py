@@ -1,4 +1,4 @@
-"""The benchmark's smoke test: `python3 -m proofs.benchmark --quick` runs every
+"""The benchmark's smoke test: `python3 -m proofs.bench.benchmark --quick` runs every
 section and prints its figures. No timing is asserted: the figures are for
 reading, and the machine is shared."""
 
@@ -28,7 +28,16 @@ def docs_page(tmp_path_factory) -> Path:
 def quick_output(docs_page: Path) -> str:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     done = subprocess.run(
-        [sys.executable, "-m", "proofs.benchmark", "--quick", "--peer-seconds", "3", "--write-docs", str(docs_page)],
+        [
+            sys.executable,
+            "-m",
+            "proofs.bench.benchmark",
+            "--quick",
+            "--peer-seconds",
+            "3",
+            "--write-docs",
+            str(docs_page),
+        ],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -67,7 +76,7 @@ def test_race_table(quick_output: str) -> None:
 def test_write_docs_page_holds_the_command_and_the_printed_figures(quick_output: str, docs_page: Path) -> None:
     page = docs_page.read_text(encoding="utf-8")
     assert page.startswith("# Benchmarks\n")
-    assert f"python3 -m proofs.benchmark --quick --peer-seconds 3 --write-docs {docs_page}" in page
+    assert f"python3 -m proofs.bench.benchmark --quick --peer-seconds 3 --write-docs {docs_page}" in page
     # The figures are the run's own output, machine and z3 version first.
     assert quick_output.strip() in page
     assert "cores, load average" in page and "z3 " in page
@@ -82,7 +91,7 @@ def test_cache_figures(quick_output: str) -> None:
 
 def test_the_crosshair_module_names_the_refuted_obligation_not_the_first(tmp_path, monkeypatch):
     """guard-exact's too-strict guard is refuted by its second obligation (necessary)."""
-    from proofs.benchmark import Property, _refuted_obligation, crosshair_module
+    from proofs.bench.benchmark import Property, _refuted_obligation, crosshair_module
     from proofs.catalog import CATALOGUE
 
     theorem = CATALOGUE["guard-exact"]

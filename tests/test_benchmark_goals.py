@@ -1,6 +1,6 @@
 """The benchmark says of each figure held to a target whether it is met."""
 
-from proofs.benchmark import CACHED_RERUN_GOAL, TIER_ALL_TARGETS, against
+from proofs.bench.benchmark import CACHED_RERUN_GOAL, TIER_ALL_TARGETS, against
 
 
 def test_a_figure_is_met_or_not_met_with_the_figure_said():

@@ -1,4 +1,4 @@
-"""Goal conjuncts given as bounds (proofs.claims.Bound) and conditions with
+"""Goal conjuncts given as bounds (proofs.engine.claims.Bound) and conditions with
 an edge (Applies) carry cover goals: a bound loosened by one, or a condition
 narrowed past its edge, leaves the entry VACUOUS, so a weakened theorem fails
 `prove` as a broken model does."""
@@ -8,10 +8,10 @@ import z3
 
 from models import arith
 from proofs.catalog import CATALOGUE
-from proofs.claims import Applies, Claim, at_least, at_most, below
-from proofs.mutation.patch import Patch, applied
-from proofs.runner import run_theorem
-from proofs.solver import PROVED, VACUOUS
+from proofs.engine.claims import Applies, Claim, at_least, at_most, below
+from proofs.engine.solver import PROVED, VACUOUS
+from proofs.faults.patch import Patch, applied
+from proofs.run.runner import run_theorem
 
 
 def _valid(formula) -> bool:

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from models import arith
-from proofs.cache import ProofCache
 from proofs.catalog import CATALOGUE
 from proofs.catalog import prefill as prefill_theorems
 from proofs.cli import main
+from proofs.run.cache import ProofCache
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -99,16 +99,17 @@ def test_every_module_of_the_solver_is_part_of_the_procedure_a_cache_key_digests
     minimisation, the options) must re-decide every cached entry."""
     import ast
 
-    from proofs.cache import _ROOT, PROCEDURE
+    from proofs.run.cache import _ROOT, PROCEDURE
 
-    tree = ast.parse((_ROOT / "proofs/solver.py").read_text(encoding="utf-8"))
+    tree = ast.parse((_ROOT / "proofs/engine/solver.py").read_text(encoding="utf-8"))
     imported = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module == "proofs":
-            imported |= {f"proofs/{alias.name}.py" for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("proofs."):
-            imported.add(node.module.replace(".", "/") + ".py")
-    assert imported >= {"proofs/claims.py", "proofs/options.py", "proofs/refutation.py"}
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "proofs":
+            folder = node.module.replace(".", "/")
+            for alias in node.names:  # a module of the package, or a name of the module
+                module = f"{folder}/{alias.name}.py"
+                imported.add(module if (_ROOT / module).exists() else f"{folder}.py")
+    assert imported >= {"proofs/engine/claims.py", "proofs/engine/options.py", "proofs/engine/refutation.py"}
     assert imported <= set(PROCEDURE)
 
 
@@ -160,8 +161,8 @@ def _notes(err: str) -> list[str]:
 def _not_replaying(values: dict) -> dict:
     """Inputs of the mutant's obligation on which its claim does not fail: what a poisoned
     counterexample would hold. Found, not assumed."""
-    from proofs.cache import _violating
-    from proofs.mutation.handwritten import in_effect
+    from proofs.faults.handwritten import in_effect
+    from proofs.run.cache import _violating
 
     theorem = CATALOGUE[THEOREM]
     with in_effect(MUTANT) as variant:
@@ -176,7 +177,7 @@ def _not_replaying(values: dict) -> dict:
 def _resealed(data: dict) -> str:
     """The entry's text with its checksum computed again, as a forger would: what the other checks must
     catch."""
-    from proofs.cache import sealed
+    from proofs.run.cache import sealed
 
     return sealed({name: value for name, value in data.items() if name not in ("checksum", "mac")})
 
@@ -389,8 +390,8 @@ def test_an_enumerated_key_does_not_depend_on_what_was_imported_before(tmp_path)
     script = (
         "import sys\n"
         "if sys.argv[1] == 'more':\n"
-        "    import proofs.report.html, proofs.simulate\n"
-        "from proofs.cache import entry_key\n"
+        "    import proofs.report.html, proofs.deployment.simulate\n"
+        "from proofs.run.cache import entry_key\n"
         "from proofs.catalog import CATALOGUE\n"
         "for name in ('check-flags-resolve-to-the-files', 'prefill-run-bounds'):\n"
         "    print(entry_key(CATALOGUE[name], 'baseline', 'PROVED', 1000, 'ci', None))\n"
@@ -446,7 +447,7 @@ def test_verify_cache_decides_a_forged_proved_again(tmp_path):
 
 
 def test_a_secret_refuses_entries_it_did_not_sign(tmp_path, capsys, monkeypatch):
-    from proofs.cache import SECRET_VARIABLE
+    from proofs.run.cache import SECRET_VARIABLE
 
     _warm(tmp_path, capsys)  # unsigned
     monkeypatch.setenv(SECRET_VARIABLE, "this job's own")
@@ -469,7 +470,7 @@ def test_a_secret_refuses_entries_it_did_not_sign(tmp_path, capsys, monkeypatch)
 def test_a_default_cache_that_cannot_be_written_costs_the_run_nothing(tmp_path, monkeypatch, capsys):
     import tempfile
 
-    from proofs import cache as cache_module
+    from proofs.run import cache as cache_module
 
     original = tempfile.mkstemp
 

@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 from models.geometry import BUILTIN_DIR, builtin_geometry_names
 from models.hf_config import FAMILY_DIR, builtin_model_names
 from proofs.cli import main
-from proofs.mutation.handwritten import known_names
-from proofs.prove import run_catalogue
+from proofs.faults.handwritten import known_names
 from proofs.report import FORMATS
+from proofs.run.prove import run_catalogue
 
 CHEAP_THEOREM = "config-explicit-cadence-kept"  # three obligations, one refuted, well under a second
 PREFILL_THEOREM = "prefill-published-on-target-boundaries"

@@ -7,11 +7,11 @@ import z3
 
 from models import arith
 from proofs.catalog import CATALOGUE
-from proofs.claims import symbolic_inputs
-from proofs.mutation.handwritten import in_effect
-from proofs.mutation.patch import Patch, applied
-from proofs.runner import MANIFEST, ManifestError, load_manifest, run_theorem
-from proofs.solver import ERROR, PROVED, REFUTED
+from proofs.engine.claims import symbolic_inputs
+from proofs.engine.solver import ERROR, PROVED, REFUTED
+from proofs.faults.handwritten import in_effect
+from proofs.faults.patch import Patch, applied
+from proofs.run.runner import MANIFEST, ManifestError, load_manifest, run_theorem
 
 
 def _conjunct_names(theorem, variant_name: str) -> set[str]:

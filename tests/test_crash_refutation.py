@@ -8,14 +8,14 @@ import pytest
 
 from models import arith
 from proofs.catalog import CATALOGUE
-from proofs.claims import replay
+from proofs.engine.claims import replay
+from proofs.engine.solver import ERROR, PROVED, REFUTED, Claim, Var, decide
+from proofs.faults.patch import applied
 from proofs.mutation.operators import generate
-from proofs.mutation.patch import applied
 from proofs.mutation.reach import key
 from proofs.mutation.run import KILLED, decide_mutant, engine_runs, reach_of, summary
-from proofs.recorded_inputs import withheld
-from proofs.runner import run_theorem
-from proofs.solver import ERROR, PROVED, REFUTED, Claim, Var, decide
+from proofs.records.recorded_inputs import withheld
+from proofs.run.runner import run_theorem
 
 pytestmark = pytest.mark.slow  # a mutate run
 

@@ -1,4 +1,4 @@
-"""The recorded edges of every proved theorem's domain (proofs/edges.py): a
+"""The recorded edges of every proved theorem's domain (proofs/records/edges.py): a
 hypothesis narrowed in the catalogue makes the entry VACUOUS, naming the
 edge it excludes, and the record covers every obligation it must."""
 
@@ -7,14 +7,14 @@ import dataclasses
 import pytest
 import z3
 
-from proofs import edges
 from proofs.catalog import CATALOGUE
 from proofs.catalog.base import split_call
-from proofs.mutation.handwritten import in_effect
-from proofs.mutation.patch import Patch, applied
-from proofs.recording import proved_obligations
-from proofs.runner import run_theorem
-from proofs.solver import ERROR, PROVED, REFUTED, VACUOUS
+from proofs.engine.solver import ERROR, PROVED, REFUTED, VACUOUS
+from proofs.faults.handwritten import in_effect
+from proofs.faults.patch import Patch, applied
+from proofs.records import edges
+from proofs.run.recording import proved_obligations
+from proofs.run.runner import run_theorem
 
 _PAST_PREFILL = '"past the prefill": call.start >= call.prefill_end'
 

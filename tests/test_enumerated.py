@@ -1,4 +1,4 @@
-"""Obligations decided by enumeration (proofs/enumerated.py) and the loop theorems that use them
+"""Obligations decided by enumeration (proofs/engine/enumerated.py) and the loop theorems that use them
 (proofs/catalog/loops.py): the verdicts, a refutation's case, and the entry the runner makes."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from models.variants import VARIANTS
 from proofs.catalog import CATALOGUE
 from proofs.catalog.loops import SMALL
 from proofs.cli import main
-from proofs.domains import DOMAINS, smaller_than_recorded
-from proofs.enumerated import Enumeration, Verdict, decide_enumeration, live_code_digest
-from proofs.mutation.handwritten import MUTANTS, in_effect
-from proofs.mutation.patch import Patch, applied
-from proofs.runner import claim_texts, run_theorem
-from proofs.solver import ERROR, PROVED, REFUTED, VACUOUS
+from proofs.engine.enumerated import Enumeration, Verdict, decide_enumeration, live_code_digest
+from proofs.engine.solver import ERROR, PROVED, REFUTED, VACUOUS
+from proofs.faults.handwritten import MUTANTS, in_effect
+from proofs.faults.patch import Patch, applied
+from proofs.records.domains import DOMAINS, smaller_than_recorded
+from proofs.run.runner import claim_texts, run_theorem
 
 BASELINE = VARIANTS["baseline"]
 

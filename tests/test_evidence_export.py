@@ -12,9 +12,8 @@ import pytest
 import z3
 
 from models import arith
-from proofs.enumerated import write_certificates
-from proofs.lemmas import validity_queries
-from proofs.prove import run_catalogue
+from proofs.engine.enumerated import write_certificates
+from proofs.engine.lemmas import validity_queries
 from proofs.report import confirm as confirm_module
 from proofs.report.confirm import (
     AGREES,
@@ -29,6 +28,7 @@ from proofs.report.confirm import (
     render,
 )
 from proofs.report.smt2 import CVC5_CONFIGURATIONS, exported, write_smt2
+from proofs.run.prove import run_catalogue
 
 pytestmark = pytest.mark.slow  # the ci tier exported and re-decided by cvc5 (about 2 minutes)
 

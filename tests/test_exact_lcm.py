@@ -12,10 +12,10 @@ import pytest
 
 from models import arith
 from proofs.catalog import CATALOGUE
+from proofs.engine.solver import PROVED, REFUTED, Claim, Kind, SolverOptions, Var, decide
+from proofs.faults.patch import applied
 from proofs.mutation.operators import generate
-from proofs.mutation.patch import applied
-from proofs.runner import load_manifest, run_theorem
-from proofs.solver import PROVED, REFUTED, Claim, Kind, SolverOptions, Var, decide
+from proofs.run.runner import load_manifest, run_theorem
 
 A, C, FLAG = Var("a"), Var("c"), Var("flag", Kind.BOOL)
 

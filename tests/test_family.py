@@ -15,8 +15,8 @@ from models.plan import group_grid
 from models.variants import VARIANTS
 from proofs.catalog import CATALOGUE, prefill
 from proofs.catalog.base import AnyShape, deployment, symbolic_groups
-from proofs.runner import decide_obligation
-from proofs.solver import ERROR, PROVED, SolverOptions
+from proofs.engine.solver import ERROR, PROVED, SolverOptions
+from proofs.run.runner import decide_obligation
 from tests.test_groups import FIXED_PATTERNS
 
 FAMILY_THEOREMS = ("any-groups-published-on-target-boundaries", "any-groups-guard-exact")

@@ -14,9 +14,9 @@ from models.variants import VARIANTS
 from proofs.catalog import CATALOGUE, prefill
 from proofs.catalog.base import Shape, deployment, symbolic_groups
 from proofs.catalog.groups import MAX_TARGETS, SCALED, SHAPES, SMALL_TARGETS
-from proofs.playback import geometry_inputs
-from proofs.runner import decide_obligation, run_theorem
-from proofs.solver import PROVED, REFUTED, SolverOptions
+from proofs.engine.solver import PROVED, REFUTED, SolverOptions
+from proofs.mining.playback import geometry_inputs
+from proofs.run.runner import decide_obligation, run_theorem
 
 GROUP_THEOREMS = ("groups-published-on-target-boundaries", "groups-guard-exact")
 

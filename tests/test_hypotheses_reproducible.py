@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from proofs.prove import run_catalogue
+from proofs.run.prove import run_catalogue
 
 pytestmark = pytest.mark.slow  # the ci tier at one job and at two
 

@@ -1,13 +1,13 @@
-"""The recorded inputs of every proved obligation (proofs/inputs_read.py): an
+"""The recorded inputs of every proved obligation (proofs/records/inputs_read.py): an
 input the catalogue fixes, which no hypothesis mentions, makes the proved
 entry VACUOUS, naming it; the record covers every obligation it must."""
 
-from proofs import inputs_read
 from proofs.catalog import CATALOGUE
-from proofs.mutation.patch import Patch, applied
-from proofs.recording import proved_obligations
-from proofs.runner import run_theorem
-from proofs.solver import ERROR, PROVED, VACUOUS, Outcome
+from proofs.engine.solver import ERROR, PROVED, VACUOUS, Outcome
+from proofs.faults.patch import Patch, applied
+from proofs.records import inputs_read
+from proofs.run.recording import proved_obligations
+from proofs.run.runner import run_theorem
 
 # The shared-prefix junction fixed off for every split theorem: no hypothesis mentions the flag, so the
 # recorded edges of the domain still hold, and the proofs, over one value of it, still hold.

@@ -97,8 +97,8 @@ def test_an_interrupt_that_ctypes_wrapped_is_not_an_error_verdict(monkeypatch):
     catches ctypes.ArgumentError, which is how an interrupt landing in a Z3
     call's argument conversion arrives; once a stop is requested it is raised.
     `source` once finished its run so, to exit 1 on the ERROR it made."""
-    from proofs import interrupts
-    from proofs.solver import decide
+    from proofs.engine.solver import decide
+    from proofs.runtime import interrupts
 
     def wrapped_interrupt(formula, variables, variant):
         raise ctypes.ArgumentError("argument 1: KeyboardInterrupt: ")

@@ -19,7 +19,7 @@ from models.prefill import run_prefill
 from models.prefix_cache import LookupFailure, RetentionError, cached_prefix, gpu_hit
 from models.variants import get_variant
 from proofs.cli import main
-from proofs.mutation.handwritten import MUTANTS, PREFIX, in_effect, known_names
+from proofs.faults.handwritten import MUTANTS, PREFIX, in_effect, known_names
 
 CASES = 250
 

@@ -3,7 +3,7 @@ while its refutations stay in the default run."""
 
 import pytest
 
-from proofs.runner import MANIFEST, ManifestError, load_manifest, plan_runs
+from proofs.run.runner import MANIFEST, ManifestError, load_manifest, plan_runs
 
 
 def _selected(manifest, tier):
@@ -31,7 +31,7 @@ def test_slow_must_name_variants_the_theorem_expects(tmp_path):
 
 
 def test_theorems_with_slow_proofs_start_first_whatever_their_budget():
-    from proofs.prove import _start_order
+    from proofs.run.prove import _start_order
 
     small_but_slow = [("baseline", "PROVED", 20_000_000, "slow")]
     large_and_quick = [(f"v{i}", "PROVED", 20_000_000, "ci") for i in range(5)]
@@ -41,7 +41,7 @@ def test_theorems_with_slow_proofs_start_first_whatever_their_budget():
 
 
 def test_among_quick_theorems_more_cases_start_first():
-    from proofs.prove import _start_order
+    from proofs.run.prove import _start_order
 
     variants = [("baseline", "PROVED", 20_000_000, "ci")]
     larger_budget = [("baseline", "PROVED", 40_000_000, "ci")]

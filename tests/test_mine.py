@@ -15,9 +15,9 @@ from models.geometry import BUILTIN_DIR
 from models.variants import get_variant
 from proofs.catalog import CATALOGUE
 from proofs.cli import main
-from proofs.mining import FAILS, make_views, outcome, size_vectors
-from proofs.playback import load_corpus, replay_outcome
-from proofs.views import ViewError
+from proofs.mining.miner import FAILS, make_views, outcome, size_vectors
+from proofs.mining.playback import load_corpus, replay_outcome
+from proofs.mining.views import ViewError
 
 HEADLINE = "prefill-published-on-target-boundaries"
 
@@ -185,7 +185,7 @@ import random, z3
 from models import arith
 from models.variants import get_variant
 from proofs.catalog import CATALOGUE
-from proofs.mining import make_views
+from proofs.mining.miner import make_views
 theorem = CATALOGUE["prefill-published-on-target-boundaries"]
 obligation = theorem.trace_search
 (view,) = make_views(theorem, obligation, ["not eagle_drop and (prompt % cadence == 0 or budget0 // 2 >= span1)"])

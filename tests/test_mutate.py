@@ -12,9 +12,9 @@ from helpers import gridproof
 
 from models import prefill
 from models.variants import VARIANTS
+from proofs.faults.patch import Patch, applied, compile_patched, references_patched
 from proofs.mutation import equivalence
 from proofs.mutation.operators import mutants_of, size_kind
-from proofs.mutation.patch import Patch, applied, compile_patched, references_patched
 from proofs.mutation.reach import Call, Fixed, IntLeaf
 from proofs.mutation.run import KILLED, REFERENCE_THEOREMS, decide_mutant, engine_runs, reach_of
 

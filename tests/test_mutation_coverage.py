@@ -4,8 +4,8 @@ mutated text (proofs/mutation/coverage.py)."""
 from __future__ import annotations
 
 from models.variants import VARIANTS
+from proofs.faults.patch import Patch
 from proofs.mutation import equivalence
-from proofs.mutation.patch import Patch
 from proofs.mutation.reach import BoolLeaf, Call, IntLeaf
 
 SOURCE = """def pick(flag, size):

@@ -15,10 +15,10 @@ from models import prefill, scheduler
 from models.variants import PR457_GUARDED, VARIANTS
 from proofs.catalog import CATALOGUE
 from proofs.cli import main
-from proofs.mutation.handwritten import MUTANTS, in_effect, resolve
-from proofs.mutation.patch import Patch, PatchError, applied, pristine, references_patched
-from proofs.runner import load_manifest, run_theorem
-from proofs.solver import PROVED, REFUTED
+from proofs.engine.solver import PROVED, REFUTED
+from proofs.faults.handwritten import MUTANTS, in_effect, resolve
+from proofs.faults.patch import Patch, PatchError, applied, pristine, references_patched
+from proofs.run.runner import load_manifest, run_theorem
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 

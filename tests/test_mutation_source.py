@@ -9,9 +9,9 @@ import json
 import pytest
 
 from proofs.commands import mutate
+from proofs.faults.patch import applied
 from proofs.mutation import source
 from proofs.mutation.operators import generate
-from proofs.mutation.patch import applied
 from proofs.mutation.reach import key
 from proofs.mutation.run import GAP, KILLED, decide_mutant, engine_runs, mutated_functions, reach_of, summary
 from proofs.source.equivalence import SUBJECTS

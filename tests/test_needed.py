@@ -1,16 +1,17 @@
 """The recorded witnesses that every proved theorem needs its hypotheses
-(proofs/needed.py): a goal weakened so that it holds at one makes the entry
+(proofs/records/needed.py): a goal weakened so that it holds at one makes the entry
 VACUOUS, naming the hypothesis, and the record covers every obligation."""
 
 import pytest
 
-from proofs import needed, recording
 from proofs.catalog import CATALOGUE
-from proofs.mutation.handwritten import in_effect
-from proofs.mutation.patch import Patch, applied
-from proofs.recording import proved_obligations
-from proofs.runner import load_manifest, run_theorem
-from proofs.solver import ERROR, PROVED, VACUOUS
+from proofs.engine.solver import ERROR, PROVED, VACUOUS
+from proofs.faults.handwritten import in_effect
+from proofs.faults.patch import Patch, applied
+from proofs.records import needed
+from proofs.run import recording
+from proofs.run.recording import proved_obligations
+from proofs.run.runner import load_manifest, run_theorem
 
 _PUBLISHED_GOAL = "goal=arith.implies(step.published, _on_targets(step.end, d.target_spans)),"
 

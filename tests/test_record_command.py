@@ -1,4 +1,4 @@
-"""`gridproof record` (proofs/recording.py): the one command that writes the
+"""`gridproof record` (proofs/run/recording.py): the one command that writes the
 records again, and the layering it keeps (no record module runs the catalogue)."""
 
 from __future__ import annotations
@@ -6,13 +6,22 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from proofs import recording
 from proofs.commands.record import RECORD_NAMES
-from proofs.records import Record
+from proofs.records.record import Record
+from proofs.run import recording
 from tests.helpers import gridproof
 
 PROOFS = Path(__file__).resolve().parents[1] / "proofs"
-READERS = ("records", "edges", "needed", "inputs_read", "counterexamples", "enumerated", "recorded_inputs")
+READERS = (
+    "records/record",
+    "records/edges",
+    "records/needed",
+    "records/inputs_read",
+    "records/counterexamples",
+    "records/domains",
+    "records/recorded_inputs",
+    "engine/enumerated",
+)
 
 
 def test_the_command_names_every_record_the_recorder_writes():
@@ -24,7 +33,9 @@ def test_no_record_module_imports_the_runner_or_the_catalogue():
         tree = ast.parse((PROOFS / f"{name}.py").read_text(encoding="utf-8"))
         imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
         imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-        upward = sorted(m for m in imported if m.startswith(("proofs.runner", "proofs.catalog", "proofs.recording")))
+        upward = sorted(
+            m for m in imported if m.startswith(("proofs.run.runner", "proofs.catalog", "proofs.run.recording"))
+        )
         assert not upward, f"proofs/{name}.py imports {upward}"
 
 

@@ -6,9 +6,9 @@ from conformance import decision_inputs, decisions
 
 from models.variants import BASELINE, PR457
 from proofs.catalog import CATALOGUE, recorded
-from proofs.enumerated import decide_enumeration
-from proofs.mutation.patch import Patch, applied
-from proofs.solver import PROVED, REFUTED
+from proofs.engine.enumerated import decide_enumeration
+from proofs.engine.solver import PROVED, REFUTED
+from proofs.faults.patch import Patch, applied
 
 THEOREM = CATALOGUE["matches-recorded-vllm"]
 

@@ -1,18 +1,19 @@
 """The records' inputs offered to the solver as candidate models
-(proofs/recorded_inputs.py): they spare a query only where the concrete
+(proofs/records/recorded_inputs.py): they spare a query only where the concrete
 model answers it, so a stale or unfit input decides nothing."""
 
 import pytest
 
 from models import arith
-from proofs import counterexamples, minimisation, problem
 from proofs.catalog import CATALOGUE
-from proofs.claims import conjunct_alone, replay
-from proofs.mutation.handwritten import in_effect
-from proofs.recorded_inputs import as_inputs, recorded_inputs, withheld
-from proofs.records import refuted_variants
-from proofs.runner import load_manifest, run_theorem
-from proofs.solver import PROVED, REFUTED, UNKNOWN, VACUOUS, Claim, SolverOptions, Var, decide
+from proofs.engine import minimisation, problem
+from proofs.engine.claims import conjunct_alone, replay
+from proofs.engine.solver import PROVED, REFUTED, UNKNOWN, VACUOUS, Claim, SolverOptions, Var, decide
+from proofs.faults.handwritten import in_effect
+from proofs.records import counterexamples
+from proofs.records.record import refuted_variants
+from proofs.records.recorded_inputs import as_inputs, recorded_inputs, withheld
+from proofs.run.runner import load_manifest, run_theorem
 
 A, B = Var("a", size=True), Var("b")
 

@@ -17,8 +17,8 @@ import xmlschema
 from proofs.report import FORMATS, ReportError, check_result, load_result, render
 from proofs.report.diff import RLIMIT_NOISE, compare
 from proofs.report.markdown import SUMMARY_MAX_LINES, render_report, render_summary
-from proofs.report.result import is_ok
 from proofs.report.seeds import brittleness
+from proofs.run.result import is_ok
 
 SCHEMAS = Path(__file__).parent / "schemas"
 SPLIT_CEX = {

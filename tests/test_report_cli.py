@@ -265,7 +265,7 @@ def test_a_report_dir_holding_other_files_is_refused_before_the_run(tmp_path, ca
 
 @pytest.mark.parametrize("failing", ["report.html", "results.sarif", "smt2"])
 def test_a_report_dir_whose_writing_fails_keeps_the_previous_run_whole(failing, tmp_path, monkeypatch, capsys):
-    from proofs import atomic
+    from proofs.runtime import atomic
 
     out = tmp_path / "out"
     assert main(["prove", "--theorem", THEOREM, "--report-dir", str(out)]) == 0
@@ -288,7 +288,7 @@ def test_a_report_dir_whose_writing_fails_keeps_the_previous_run_whole(failing, 
 
 
 def test_report_out_is_written_whole_or_not_at_all(report_dir, tmp_path, monkeypatch, capsys):
-    from proofs import atomic
+    from proofs.runtime import atomic
 
     out = tmp_path / "summary.md"
     out.write_text("the previous summary\n")

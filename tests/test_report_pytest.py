@@ -50,7 +50,7 @@ def test_an_undecided_proof_fails_its_item_with_the_reason(tmp_path):
 
 def test_the_default_runs_the_smoke_subset_and_counts_the_rest_as_deselected():
     from proofs.pytest_plugin import SMOKE
-    from proofs.runner import load_manifest
+    from proofs.run.runner import load_manifest
 
     manifest = load_manifest()
     smoke = sum(len(manifest[t].expected) for t in SMOKE if t in manifest)

@@ -17,11 +17,11 @@ from models.prefix_cache import cached_prefix, gpu_hit
 from models.variants import PR457, PR457_GUARDED
 from proofs.catalog import CATALOGUE
 from proofs.catalog.restore import _cached
-from proofs.claims import replay
-from proofs.counterexamples import recorded
-from proofs.mutation.handwritten import in_effect
-from proofs.runner import run_theorem
-from proofs.solver import PROVED, REFUTED
+from proofs.engine.claims import replay
+from proofs.engine.solver import PROVED, REFUTED
+from proofs.faults.handwritten import in_effect
+from proofs.records.counterexamples import recorded
+from proofs.run.runner import run_theorem
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,8 @@ whose expected verdict differs, is decided."""
 from __future__ import annotations
 
 from proofs.catalog import CATALOGUE
-from proofs.prove import run_catalogue
-from proofs.runner import ChoicesRead, claim_key, same_choices
+from proofs.run.prove import run_catalogue
+from proofs.run.runner import ChoicesRead, claim_key, same_choices
 
 THEOREM = "config-explicit-cadence-kept"  # baseline refutes it; pr457 and pr457-guarded read no guard here
 
@@ -40,12 +40,12 @@ def test_only_a_variant_with_the_same_claims_takes_an_entry():
 def test_a_variant_that_agrees_on_every_field_the_decision_read_takes_the_entry_unread(monkeypatch):
     # prefill-state-slot reads no field of the variant: pr457 and
     # pr457-guarded take baseline's entry without their claims being read.
-    import proofs.prove
+    import proofs.run.prove
 
     def unread(*args):
         raise AssertionError("claims read for a twin the fields already tell")
 
-    monkeypatch.setattr(proofs.prove, "claim_key", unread)
+    monkeypatch.setattr(proofs.run.prove, "claim_key", unread)
     _, entries = run_catalogue(theorem="prefill-state-slot", variant="baseline,pr457,pr457-guarded", jobs=1)
     baseline, pr457, guarded = entries
     assert baseline.choices_read == frozenset() and baseline.same_claim_as == ""
@@ -66,12 +66,12 @@ def test_an_expected_refutation_is_decided_without_reading_claims(monkeypatch):
     # prefill-published-on-target-boundaries: baseline and pr457 both
     # expect REFUTED and read fields on which they differ; pr457 is decided
     # (a probe), not compared by its claims' text.
-    import proofs.prove
+    import proofs.run.prove
 
     def unread(*args):
         raise AssertionError("claims read to find a twin of an expected refutation")
 
-    monkeypatch.setattr(proofs.prove, "claim_key", unread)
+    monkeypatch.setattr(proofs.run.prove, "claim_key", unread)
     theorem = "prefill-published-on-target-boundaries"
     _, entries = run_catalogue(theorem=theorem, variant="baseline,pr457", jobs=1, export=False)
     assert [(e.verdict, e.same_claim_as) for e in entries] == [("REFUTED", ""), ("REFUTED", "")]
@@ -105,7 +105,7 @@ def test_an_enumerated_entry_is_taken_by_a_variant_that_agrees_on_what_its_cases
 
 
 def test_a_task_reads_each_variants_claim_texts_once_for_its_cache_key_and_its_twins(monkeypatch, tmp_path):
-    from proofs import runner
+    from proofs.run import runner
 
     reads = []
     real = runner._claim_texts

@@ -19,7 +19,7 @@ import pytest
 from models.geometry import load_geometry
 from models.plan import plan
 from models.variants import get_variant
-from proofs.simulate import simulate
+from proofs.deployment.simulate import simulate
 
 GEOMETRY = "kimi-k3-tp16-dcp16"
 PAGE = 768

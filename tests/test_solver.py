@@ -4,10 +4,9 @@ only PROVED and REFUTED-with-replay count as decided."""
 import time
 
 from models import arith
-from proofs import minimisation
-from proofs.claims import at_least
-from proofs.runner import Entry
-from proofs.solver import (
+from proofs.engine import minimisation
+from proofs.engine.claims import at_least
+from proofs.engine.solver import (
     ERROR,
     PROVED,
     REFUTED,
@@ -22,6 +21,7 @@ from proofs.solver import (
     replay,
     shared_queries,
 )
+from proofs.run.runner import Entry
 
 A, B = Var("a", size=True), Var("b")
 
@@ -494,7 +494,7 @@ def test_each_theorem_run_is_decided_in_a_z3_context_of_its_own():
     import z3
 
     from proofs.catalog import CATALOGUE
-    from proofs.runner import run_theorem
+    from proofs.run.runner import run_theorem
 
     first = run_theorem(CATALOGUE["split-bounds"], "pr457", PROVED)
     run_theorem(CATALOGUE["config-page-covers-state"], "baseline", PROVED)
@@ -513,9 +513,9 @@ def test_nothing_is_made_in_z3s_main_context(monkeypatch):
 
     from models.variants import get_variant
     from proofs.catalog import CATALOGUE
-    from proofs.mining import Miner
-    from proofs.runner import run_theorem
-    from proofs.solver import query_text
+    from proofs.engine.solver import query_text
+    from proofs.mining.miner import Miner
+    from proofs.run.runner import run_theorem
 
     def no_main_context():
         raise AssertionError("a term or solver was made in z3's main context")
@@ -632,7 +632,7 @@ def test_an_expected_refutation_is_searched_as_a_trace_first():
     refutes it without its step obligations; without a trace the steps are
     decided as before, and a refuted step alone leaves it UNKNOWN."""
     from proofs.catalog.base import Obligation, Theorem
-    from proofs.runner import run_theorem
+    from proofs.run.runner import run_theorem
 
     steps_read = []
 
@@ -686,7 +686,7 @@ def test_two_conjuncts_built_as_one_condition_are_an_error():
 def test_the_resource_counter_is_read_as_z3s_statistics_have_it():
     import z3
 
-    from proofs.problem import _resource_count
+    from proofs.engine.problem import _resource_count
 
     context = z3.Context()
     x = z3.Int("x", context)
@@ -701,6 +701,6 @@ def test_the_resource_counter_is_read_as_z3s_statistics_have_it():
 def test_the_heap_padding_is_set_where_the_c_library_is_glibc():
     import platform
 
-    from proofs.heap import pad_heap_top
+    from proofs.runtime.heap import pad_heap_top
 
     assert pad_heap_top() is (platform.libc_ver()[0] == "glibc")

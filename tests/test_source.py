@@ -13,7 +13,7 @@ import pytest
 
 from models.scheduler import SplitCall, SplitParams
 from proofs.cli import main
-from proofs.solver import PROVED, REFUTED, UNKNOWN
+from proofs.engine.solver import PROVED, REFUTED, UNKNOWN
 from proofs.source import report
 from proofs.source.decide import equivalence
 from proofs.source.equivalence import SUBJECTS

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from proofs.solver import PROVED, REFUTED
+from proofs.engine.solver import PROVED, REFUTED
 from proofs.source import budget, report
 from proofs.source.equivalence import subjects
 from proofs.source.functions import ShippedFunctions

@@ -13,7 +13,7 @@ import z3
 
 from models import arith
 from proofs.catalog.base import split_call, split_params
-from proofs.solver import PROVED, REFUTED
+from proofs.engine.solver import PROVED, REFUTED
 from proofs.source import theorems
 from proofs.source.functions import ShippedFunctions
 from proofs.source.loader import Loader, VllmSource

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from proofs.cli import main
-from proofs.solver import PROVED, REFUTED, UNKNOWN
+from proofs.engine.solver import PROVED, REFUTED, UNKNOWN
 from proofs.source import budget, patches, report
 from proofs.source.loader import SourceError, VllmSource
 from tests.source_edits import MODULES

@@ -4,7 +4,7 @@ decides exactly as a run that writes them."""
 
 from __future__ import annotations
 
-from proofs.prove import run_catalogue
+from proofs.run.prove import run_catalogue
 
 # A refutation the probe finds (no query posed as written), and a theorem
 # whose case split has a case the hypotheses exclude.

@@ -8,8 +8,8 @@ from models import arith
 from models.geometry import DRAFT, RECURRENT, TARGET, CacheGroup
 from models.plan import group_grid
 from models.scheduler import SplitCall, SplitParams
-from proofs.enumerated import Enumeration
-from proofs.solver import Formula, Kind, SolverOptions, Var
+from proofs.engine.enumerated import Enumeration
+from proofs.engine.solver import Formula, Kind, SolverOptions, Var
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class Obligation:
     # Z3 parameters for every query of this obligation, as (name, value):
     # which core suits a query is measured per obligation, not global.
     solver_options: tuple[tuple[str, object], ...] = ()
-    strategy: str = "core"  # how Z3 solves its queries (proofs.solver.STRATEGIES)
+    strategy: str = "core"  # how Z3 solves its queries (proofs.engine.solver.STRATEGIES)
 
     def options(self, run: SolverOptions) -> SolverOptions:
         """The run's options (budget, seed, refute-first, hypotheses dropped)
@@ -48,7 +48,7 @@ class Theorem:
     # Hypotheses that are dropped one at a time, each expected to refute.
     ablate: tuple[str, ...] = ()
     # A property of the engine's loops over a finite domain, decided by running
-    # them on every case instead of by Z3 (proofs/enumerated.py); no obligations.
+    # them on every case instead of by Z3 (proofs/engine/enumerated.py); no obligations.
     enumeration: Enumeration | None = None
 
 

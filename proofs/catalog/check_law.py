@@ -1,9 +1,9 @@
 """Bounded theorems on what `gridproof check` tells a deployer: the law it prints is the engine
 model's restore (the function `simulate` runs), and its smallest prefix that hits is the least one
-the model restores anything at. A fault in proofs/restore_law.py (a formula off by a block, the
+the model restores anything at. A fault in proofs/deployment/restore_law.py (a formula off by a block, the
 EAGLE form for the plain one, a smallest hit one token late) fails `prove`.
 
-Decided by enumeration (proofs/enumerated.py): the deployments `check` resolves from its built-in
+Decided by enumeration (proofs/engine/enumerated.py): the deployments `check` resolves from its built-in
 families' defaults and the Kimi-K3 flags of docs/check.md, on lengths chosen apart from the ones the
 law is fitted on (another seed, other multiples), each compared with `simulate`.
 """
@@ -18,9 +18,9 @@ from models.hf_config import builtin_model_names, load_model
 from models.plan import Plan, plan
 from models.variants import Variant
 from proofs.catalog.base import Theorem
-from proofs.enumerated import Case, Checks, Enumeration, Verdict
-from proofs.restore_law import TooCostly, restore_law
-from proofs.simulate import simulate
+from proofs.deployment.restore_law import TooCostly, restore_law
+from proofs.deployment.simulate import simulate
+from proofs.engine.enumerated import Case, Checks, Enumeration, Verdict
 
 KIMI_K3 = dict(
     tensor_parallel_size=16,
@@ -104,8 +104,8 @@ THEOREMS = (
         "deploy",
         "Bounded, by enumeration: for every deployment check resolves from a built-in family's defaults, and "
         "the Kimi-K3 TP16/DCP16 flags of docs/check.md (as given, with --mamba-block-size 12288, and with dense "
-        "retention), the law check prints (proofs/restore_law.py) equals what simulate reports a later identical "
-        "request restores at every length of the domain, and its smallest prefix that hits is restored "
+        "retention), the law check prints (proofs/deployment/restore_law.py) equals what simulate reports a "
+        "later identical request restores at every length of the domain, and its smallest prefix that hits is restored "
         "something where the length before it is not, with no length of the domain below it restored anything.",
         (),
         enumeration=Enumeration(

@@ -7,9 +7,9 @@ from models.config import MLA_KERNEL_FLOOR, ConfigInputs, resolve
 from models.plan import cadence
 from models.variants import BASELINE
 from proofs.catalog.base import Obligation, Theorem, bools, ints
-from proofs.claims import at_least, at_most
-from proofs.mutation.patch import pristine
-from proofs.solver import Claim
+from proofs.engine.claims import at_least, at_most
+from proofs.engine.solver import Claim
+from proofs.faults.patch import pristine
 
 CONFIG_VARS = (
     *ints("block_in", "kernel_min", "backend_alignment", "checkpoint_alignment", size=True),

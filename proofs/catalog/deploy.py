@@ -23,7 +23,7 @@ from models.hf_config import KV_CACHE_DTYPES, builtin_model_names, kv_element_by
 from models.plan import plan
 from models.variants import Variant
 from proofs.catalog.base import Theorem
-from proofs.enumerated import Case, Checks, Enumeration, Verdict
+from proofs.engine.enumerated import Case, Checks, Enumeration, Verdict
 
 # Kimi-K3 at TP16/DCP16 as deployed, but for its --mamba-block-size (the benchmark of `check` reads it too).
 KIMI_K3_FLAGS = {

@@ -17,7 +17,7 @@ from dataclasses import fields
 from models.geometry import CacheGroup, Deployment, GeometryError, Request, parse_geometry
 from models.variants import Variant
 from proofs.catalog.base import Theorem
-from proofs.enumerated import Case, Checks, Enumeration, Verdict
+from proofs.engine.enumerated import Case, Checks, Enumeration, Verdict
 
 SIZES = {
     "deployment": (

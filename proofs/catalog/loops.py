@@ -2,7 +2,7 @@
 (`run_prefill`), its condensing of long prefills, the Trace's views,
 `grid_period` and `Positions`. No SMT query reads these loops; each theorem
 states a property over an explicit finite domain and is decided by running
-the engine model on every case of it (proofs/enumerated.py). The restore's
+the engine model on every case of it (proofs/engine/enumerated.py). The restore's
 loops (the prefix cache's lookup, the offload connector's) are decided the
 same way in proofs/catalog/restore.py.
 
@@ -25,7 +25,7 @@ from models.prefix_cache import hashed_tokens, keyed_block, layout
 from models.scheduler import prefill_end, split
 from models.variants import Variant
 from proofs.catalog.base import Theorem
-from proofs.enumerated import Case, Checks, Enumeration, Verdict
+from proofs.engine.enumerated import Case, Checks, Enumeration, Verdict
 
 
 def small_geometry(name: str, page: int, deployment: dict, groups: list[dict]) -> Geometry:

@@ -22,8 +22,8 @@ from proofs.catalog.base import (
     shaped,
     symbolic_groups,
 )
-from proofs.mutation.patch import pristine
-from proofs.solver import Claim
+from proofs.engine.solver import Claim
+from proofs.faults.patch import pristine
 
 # The deployment's scheduler flags, every one free, beside the symbolic groups.
 PLAN_VARS = (

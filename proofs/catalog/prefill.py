@@ -23,8 +23,8 @@ from proofs.catalog.base import (
     shaped,
     split_params,
 )
-from proofs.claims import Applies, at_least, at_most, below
-from proofs.solver import Claim
+from proofs.engine.claims import Applies, at_least, at_most, below
+from proofs.engine.solver import Claim
 
 # The split block comes from the deployment; the other scheduler inputs stay free.
 STEP_VARS = tuple(v for v in SPLIT_PARAM_VARS if v.name != "block") + SPLIT_CALL_VARS + GEOMETRY_VARS

@@ -42,7 +42,7 @@ from models.hf_config import MTP_HIDDEN, NEXTN, MtpLayers, kv_element_bytes, loa
 from models.scheduler import SplitCall, SplitParams, checkpoint_position, checkpoint_valid, split
 from models.variants import PR457, PR457_GUARDED
 from proofs.catalog.base import Theorem
-from proofs.enumerated import Case, Checks, Enumeration, Verdict
+from proofs.engine.enumerated import Case, Checks, Enumeration, Verdict
 
 VERSION = "0.33.0"  # the release PR457 patches, and the baseline's
 RECORDS = Path(__file__).resolve().parent.parent / "recorded"

@@ -5,7 +5,7 @@ recurrent block is keyed only where it holds the state its key names.
 
 The restore theorems are bounded: `gpu_hit` and `offload_hit` are loops over the cache's keys, run
 on ints, so they are decided by enumeration over small generated geometries and the built-in
-ones (proofs/enumerated.py). Each states what a restore must satisfy in terms of the keys alone
+ones (proofs/engine/enumerated.py). Each states what a restore must satisfy in terms of the keys alone
 (which positions each cache group holds keyed), never the lookup's own steps.
 
 `cache-keys-hold-their-state` is proved by Z3 over symbolic sizes: two consecutive steps of the
@@ -40,9 +40,9 @@ from models.variants import Variant
 from proofs.catalog.base import GEOMETRY_VARS, SPLIT_PARAM_VARS, Obligation, Theorem, bools, ints
 from proofs.catalog.loops import SMALL, small_geometry
 from proofs.catalog.prefill import _setting
-from proofs.claims import Applies, at_most
-from proofs.enumerated import Case, Checks, Enumeration, Verdict
-from proofs.solver import Claim
+from proofs.engine.claims import Applies, at_most
+from proofs.engine.enumerated import Case, Checks, Enumeration, Verdict
+from proofs.engine.solver import Claim
 
 # Geometries the restore reads that loops.SMALL leaves out, each named for what it adds.
 RESTORE_SMALL = {

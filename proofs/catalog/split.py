@@ -26,9 +26,9 @@ from proofs.catalog.base import (
     split_call,
     split_params,
 )
-from proofs.claims import at_least, at_most
-from proofs.mutation.patch import pristine
-from proofs.solver import Claim
+from proofs.engine.claims import at_least, at_most
+from proofs.engine.solver import Claim
+from proofs.faults.patch import pristine
 
 VARS = SPLIT_PARAM_VARS + SPLIT_CALL_VARS
 

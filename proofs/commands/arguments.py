@@ -15,7 +15,7 @@ from pathlib import Path
 
 from models.errors import GridproofError, quoted
 from models.variants import BASELINE, VARIANTS
-from proofs.mutation.handwritten import resolve
+from proofs.faults.handwritten import resolve
 
 DEFAULT_VARIANT = BASELINE.name
 VARIANT_HELP = f"{', '.join(VARIANTS)} or mutant:NAME (default {DEFAULT_VARIANT})"
@@ -172,7 +172,7 @@ def path_name(text: str) -> Path:
 
 def variant_name(text: str) -> str:
     """An engine variant (models/variants.py) or a hand-written mutant:NAME
-    (proofs/mutation/handwritten.py)."""
+    (proofs/faults/handwritten.py)."""
     try:
         return resolve(text).name
     except GridproofError as error:

@@ -228,8 +228,8 @@ def flags_from(args: argparse.Namespace) -> ServeFlags:
 
 
 def run(args: argparse.Namespace) -> int:
-    from proofs.check_report import render_json, render_sweep, render_text, sweep
-    from proofs.deployment_check import analyse
+    from proofs.deployment.analysis import analyse
+    from proofs.deployment.rendering import render_json, render_sweep, render_text, sweep
 
     variant = args.variant or args.vllm_version or release_variant(NEWEST_RELEASE)
     model = load_model(args.model)
@@ -253,14 +253,14 @@ def run(args: argparse.Namespace) -> int:
         _emit_vllm_test(deployment, args.emit_vllm_test)
     result = analyse(deployment, variant, verify_up_to=args.verify_law_up_to)
     if args.confirm_vllm:
-        from proofs.confirm_vllm import confirm
+        from proofs.real_vllm.confirm import confirm
 
         result["confirm_vllm"] = confirm(result["plan"], result["hit_law"], progress=None if args.json else _progress)
         if result["confirm_vllm"]["disagreements"]:
             result["ok"] = False
             result["why"].append("the real vLLM scheduler disagrees with the model (--confirm-vllm)")
     if args.plot:
-        from proofs.restore_plot import plot_restores
+        from proofs.deployment.restore_plot import plot_restores
 
         try:
             plot_restores(result["plan"], args.plot, offload=deployment.offload)
@@ -280,7 +280,7 @@ def _emit_vllm_test(deployment, path: str) -> None:
     from models.plan import plan
     from models.prefill import run_prefill
     from models.variants import BASELINE
-    from proofs.vllm_test import case_from_plan, render
+    from proofs.mining.vllm_test import case_from_plan, render
 
     p = plan(BASELINE, deployment.geometry)
     budget = p.geometry.deployment.max_num_scheduled_tokens

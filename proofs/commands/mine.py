@@ -1,5 +1,5 @@
 """`gridproof mine`: distinct, minimal, explained counterexamples of a theorem,
-replayed, and written as regression cases (proofs/mining.py, proofs/playback.py)."""
+replayed, and written as regression cases (proofs/mining/miner.py, proofs/mining/playback.py)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from proofs.commands.arguments import (
     variant_name,
     z3_rlimit,
 )
-from proofs.mining import LADDER_EXTRA, QUERY_RLIMIT, Miner, MiningError, class_label
-from proofs.playback import (
+from proofs.mining.miner import LADDER_EXTRA, QUERY_RLIMIT, Miner, MiningError, class_label
+from proofs.mining.playback import (
     DEFAULT_CORPUS,
     REPO,
     PlaybackError,
@@ -36,7 +36,7 @@ from proofs.playback import (
     render_pytest,
     write_case,
 )
-from proofs.views import ViewError
+from proofs.mining.views import ViewError
 
 FORMATS = ("text", "json", "pytest", "vllm-test")
 ELSEWHERE = "gridproof-regressions"  # the default --out outside the checkout
@@ -275,7 +275,7 @@ def _record_geometry(args: argparse.Namespace, out: Path, command: str) -> int:
 
 
 def _vllm_test(documents: list[dict], command: str) -> str:
-    from proofs.vllm_test import render_documents
+    from proofs.mining.vllm_test import render_documents
 
     try:
         return render_documents(documents, command)

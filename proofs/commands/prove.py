@@ -17,7 +17,7 @@ from proofs.commands.arguments import (
     z3_seed,
     z3_seed_count,
 )
-from proofs.solver import DEFAULT_RLIMIT
+from proofs.engine.solver import DEFAULT_RLIMIT
 
 
 def add_parser(sub) -> None:
@@ -104,8 +104,8 @@ def cache_directory(args: argparse.Namespace) -> tuple[Path | None, bool]:
     """The proof cache named, or the default one, and whether it was named.
     A default that cannot be made (a read-only home) or written is left out
     with a note: the run is the same without it. A directory named with
-    --cache that cannot be used is an error before any work (proofs/prove.py)."""
-    from proofs.cache import default_directory
+    --cache that cannot be used is an error before any work (proofs/run/prove.py)."""
+    from proofs.run.cache import default_directory
 
     if args.no_cache:
         return None, False

@@ -1,12 +1,12 @@
 """`gridproof record`: write again the records `gridproof prove` holds entries
-to (proofs/recording.py), for every theorem or those named."""
+to (proofs/run/recording.py), for every theorem or those named."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-# The records, in the order they are written (proofs/recording.py: RECORDS).
+# The records, in the order they are written (proofs/run/recording.py: RECORDS).
 RECORD_NAMES = ("edges", "needed", "inputs-read", "counterexamples", "domains")
 
 
@@ -35,7 +35,7 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from models.errors import GridproofError, did_you_mean
     from proofs.catalog import CATALOGUE
-    from proofs.recording import RECORDS, record
+    from proofs.run.recording import RECORDS, record
 
     for name in args.theorem or ():
         if name not in CATALOGUE:

@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     if args.out is None:
         sys.stdout.write(text)
         return 0
-    from proofs.atomic import write_text
+    from proofs.runtime.atomic import write_text
 
     try:
         write_text(Path(args.out), text)

@@ -7,7 +7,7 @@ import json
 
 from models.geometry import load_geometry
 from proofs.commands.arguments import DEFAULT_VARIANT, VARIANT_HELP, budgets, positive_integer, variant_name
-from proofs.mutation.handwritten import in_effect
+from proofs.faults.handwritten import in_effect
 
 
 def add_parser(sub) -> None:
@@ -26,7 +26,7 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from proofs.simulate import render_text, simulate
+    from proofs.deployment.simulate import render_text, simulate
 
     geometry = load_geometry(args.geometry)
     steps = args.budget or [geometry.deployment.max_num_scheduled_tokens]

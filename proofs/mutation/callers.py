@@ -13,7 +13,7 @@ import importlib
 import inspect
 from pathlib import Path
 
-from proofs.mutation.patch import REPO
+from proofs.faults.patch import REPO
 
 # Where a model function may be read: the engine and every tool built on it.
 READERS = ("models", "proofs")

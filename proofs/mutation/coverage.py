@@ -14,7 +14,7 @@ import contextlib
 import sys
 from collections.abc import Iterator
 
-from proofs.mutation.patch import Patch
+from proofs.faults.patch import Patch
 
 
 @contextlib.contextmanager

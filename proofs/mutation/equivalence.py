@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import z3
 
 from models import arith
+from proofs.faults.patch import Patch, applied, compile_patched, live_function
 from proofs.mutation.coverage import tracking
 from proofs.mutation.operators import size_kind
-from proofs.mutation.patch import Patch, applied, compile_patched, live_function
 from proofs.mutation.reach import BoolLeaf, Call, Fixed, IntLeaf, Record, Sequence_
 
 EQUIVALENCE_RLIMIT = 5_000_000

@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from proofs.mutation.patch import Patch, PatchError, function_source
+from proofs.faults.patch import Patch, PatchError, function_source
 
 OPERATORS = (
     "relational",

@@ -23,9 +23,9 @@ import z3
 from models import arith
 from models.variants import VARIANTS, Variant
 from proofs.catalog import CATALOGUE
-from proofs.enumerated import decide_enumeration
-from proofs.mutation.patch import live_function
-from proofs.solver import Kind, symbolic_inputs
+from proofs.engine.enumerated import decide_enumeration
+from proofs.engine.solver import Kind, symbolic_inputs
+from proofs.faults.patch import live_function
 
 SHAPES_PER_VARIANT = 16  # distinct argument shapes kept per function and variant (last_cacheable_position: 14)
 CONCRETE_PROBES = 4  # concrete inputs each claim is also read with

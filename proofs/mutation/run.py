@@ -25,20 +25,20 @@ from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import wait
 
 from models.variants import VARIANTS
-from proofs import workers
+from proofs.engine.solver import SolverOptions, shared_queries
+from proofs.faults.patch import applied, references_patched
 from proofs.mutation import equivalence
 from proofs.mutation import source as source_comparisons
 from proofs.mutation.callers import private_callers
 from proofs.mutation.operators import Mutant
-from proofs.mutation.patch import applied, references_patched
 from proofs.mutation.reach import Call, Reach, capture, key
-from proofs.runner import Run, load_manifest, plan_runs, run_theorem
-from proofs.solver import SolverOptions, shared_queries
+from proofs.run.runner import Run, load_manifest, plan_runs, run_theorem
+from proofs.runtime import workers
 
 KILLED, EQUIVALENT, GAP = "killed", "equivalent", "gap"
 DEFAULT_TIMEOUT = 600  # seconds per mutant: the whole catalogue takes about 15 s in one process
 # Theorems that compare a variant with vLLM 0.33.0 as released
-# (proofs/mutation/patch.py:pristine). With the reference as released (the
+# (proofs/faults/patch.py:pristine). With the reference as released (the
 # unpatched model, `--reference released`), a kill by one of them says the
 # mutant changed released behaviour, not which property it breaks; with the
 # reference patched too (the default), they see what they would see of the
@@ -49,7 +49,7 @@ REFERENCE_THEOREMS = frozenset(
 
 # Theorems mutate does not run. check-law-is-the-engines runs `simulate` over thousands of prompt lengths
 # per variant: read under the profiler that finds which theorems read a mutated function, it alone took
-# mutate's sample past twenty minutes. Its subject is check's law (proofs/restore_law.py), whose hand
+# mutate's sample past twenty minutes. Its subject is check's law (proofs/deployment/restore_law.py), whose hand
 # mutants it refutes in the default run; the prefill it reads is held by the prefill theorems here.
 NOT_RUN_BY_MUTATE = frozenset({"check-law-is-the-engines"})
 

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 import z3
 
 from models import arith
-from proofs.claims import symbolic_inputs
+from proofs.engine.claims import symbolic_inputs
+from proofs.engine.solver import PROVED, REFUTED
 from proofs.mutation.reach import codes_of, profiled
-from proofs.solver import PROVED, REFUTED
 from proofs.source.decide import equivalence
 from proofs.source.equivalence import SUBJECTS
 from proofs.source.functions import ShippedFunctions

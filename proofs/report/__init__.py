@@ -10,7 +10,7 @@ import os
 import shutil
 from pathlib import Path
 
-from proofs.report.result import ReportError, check_result, load_result
+from proofs.run.result import ReportError, check_result, load_result
 
 FORMATS = ("md", "md-summary", "html", "junit", "sarif")
 REPORT_FILES = {
@@ -91,10 +91,10 @@ def _foreign(item: Path) -> str | None:
 def write_report_dir(result: dict, entries, directory: Path) -> list[Path]:
     """result.json, every rendering, and smt2/ with one file per obligation of the live `entries`.
     Written into a fresh directory beside `directory` and put in its place at the end
-    (proofs/atomic.py): a reader sees the previous run's files or this run's, never both."""
-    from proofs.atomic import fresh_directory_beside, put_in_place, write_text
-    from proofs.enumerated import write_certificates
+    (proofs/runtime/atomic.py): a reader sees the previous run's files or this run's, never both."""
+    from proofs.engine.enumerated import write_certificates
     from proofs.report.smt2 import write_smt2
+    from proofs.runtime.atomic import fresh_directory_beside, put_in_place, write_text
 
     check_report_dir(directory)
     target = Path(os.path.abspath(directory))

@@ -19,9 +19,9 @@ import z3
 
 from models import arith
 from proofs.catalog import CATALOGUE, Theorem
-from proofs.mutation.handwritten import in_effect
-from proofs.runner import Expectation, load_manifest
-from proofs.solver import symbolic_inputs
+from proofs.engine.solver import symbolic_inputs
+from proofs.faults.handwritten import in_effect
+from proofs.run.runner import Expectation, load_manifest
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "catalogue.md"
 

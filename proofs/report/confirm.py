@@ -17,10 +17,10 @@ from collections import Counter
 import z3
 
 from models.errors import GridproofError
-from proofs.lemmas import validity_queries
+from proofs.engine.lemmas import validity_queries
 from proofs.report.smt2 import CVC5_CONFIGURATIONS, command_line, exported
-from proofs.runner import progress
-from proofs.workers import process_pool
+from proofs.run.runner import progress
+from proofs.runtime.workers import process_pool
 
 SOLVERS = ("cvc5",)
 # cvc5's resource units per query (deterministic, unlike its time limit):

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from proofs.report.result import DECIDED, ReportError, is_ok, key, selection_text, selects
+from proofs.run.result import DECIDED, ReportError, is_ok, key, selection_text, selects
 
 RLIMIT_NOISE = 100_000
 

@@ -75,7 +75,7 @@ def simulate_deployment(geometry_name: str) -> tuple[object, int, dict, dict]:
     """The geometry, its budget, and per variant drawn its simulated prefill or why there is none."""
     from models.geometry import load_geometry
     from models.variants import get_variant
-    from proofs.simulate import simulate
+    from proofs.deployment.simulate import simulate
 
     geometry = load_geometry(geometry_name)
     budget = geometry.deployment.max_num_scheduled_tokens

@@ -7,12 +7,12 @@ import json
 import sys
 from pathlib import Path
 
-from proofs.prove import render_table, run_catalogue
 from proofs.report import check_report_dir, write_report_dir
 from proofs.report.diff import BaselineError, compare
-from proofs.report.result import covers, load_baseline, selection_text
 from proofs.report.seeds import brittleness, render_brittleness
 from proofs.report.smt2 import exported
+from proofs.run.prove import render_table, run_catalogue
+from proofs.run.result import covers, load_baseline, selection_text
 
 
 def prove_with_evidence(

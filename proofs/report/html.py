@@ -7,7 +7,7 @@ from html import escape
 
 from proofs.report import drawings
 from proofs.report.markdown import bounded_text, format_value, hypothesis_marks
-from proofs.report.result import (
+from proofs.run.result import (
     by_theorem,
     headline,
     is_mutant,
@@ -94,7 +94,7 @@ def _count_cell(entries: list[dict], counted) -> str:
 
 def _deployments(result: dict) -> str:
     from models.geometry import builtin_geometry_names
-    from proofs.runner import model_sources_hash
+    from proofs.run.runner import model_sources_hash
 
     names = builtin_geometry_names()
     names.sort(key=lambda n: (not n.startswith("kimi-k3"), n))  # the Kimi-K3 story first

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from proofs.report.result import headline, is_ok, problems
+from proofs.run.result import headline, is_ok, problems
 
 
 def _text(entry: dict) -> str:

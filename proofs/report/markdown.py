@@ -3,7 +3,7 @@ reads instead of the code."""
 
 from __future__ import annotations
 
-from proofs.report.result import (
+from proofs.run.result import (
     by_theorem,
     headline,
     is_mutant,

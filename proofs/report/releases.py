@@ -20,7 +20,7 @@ from models.errors import GridproofError
 from models.hf_config import builtin_model_names, load_model
 from models.plan import plan
 from models.variants import RELEASES
-from proofs.deployment_check import typical_request
+from proofs.deployment.analysis import typical_request
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "releases.md"
 FLAG_SETS = {

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from importlib import metadata
 
-from proofs.report.result import by_theorem, first_sentence, is_mutant, is_ok, problems, source_path_line
+from proofs.run.result import by_theorem, first_sentence, is_mutant, is_ok, problems, source_path_line
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import statistics
 
-from proofs.report.result import key
+from proofs.run.result import key
 
 
 def brittleness(base: list[dict], seeded: dict[int, list[dict]]) -> dict:

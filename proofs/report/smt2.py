@@ -19,9 +19,9 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from proofs import atomic
-from proofs.lemmas import validity_queries
-from proofs.solver import Query
+from proofs.engine.lemmas import validity_queries
+from proofs.engine.solver import Query
+from proofs.runtime import atomic
 
 # cvc5's configurations, each as options on its command line, tried in
 # this order on a query the ones before it leave unknown within the budget:

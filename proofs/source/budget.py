@@ -4,10 +4,10 @@ An rlimit bounds most checks, not all: Z3 does not count resources in every
 procedure, and a nonlinear feasibility check of an edited `cdiv` ran for
 seventeen minutes within its rlimit. So every check the source executor
 makes goes through `check`, which runs it under the watchdog
-(proofs/watchdog.py) with a deadline: the check's own budget, or what is
+(proofs/runtime/watchdog.py) with a deadline: the check's own budget, or what is
 left of the function's, whichever comes first; it then answers unknown. The
 watchdog also stops a running check at once on Ctrl-C or SIGTERM
-(proofs/interrupts.py), which `check` then raises as the interrupt.
+(proofs/runtime/interrupts.py), which `check` then raises as the interrupt.
 
 A function whose budget is spent stops where it is (`poll`, at every branch
 the executor takes and every check): `OutOfTime` is raised, which no
@@ -28,8 +28,8 @@ from collections.abc import Iterator
 
 import z3
 
-from proofs import interrupts
-from proofs.watchdog import WATCHDOG
+from proofs.runtime import interrupts
+from proofs.runtime.watchdog import WATCHDOG
 
 CHECK_SECONDS = 20.0  # one Z3 check
 FUNCTION_SECONDS = 120.0  # one function's exploration and decision, or the split theorems' together

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import z3
 
-from proofs.solver import PROVED, REFUTED, UNKNOWN, Kind
+from proofs.engine.solver import PROVED, REFUTED, UNKNOWN, Kind
 from proofs.source import budget, paths
 
 

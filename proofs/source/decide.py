@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 import z3
 
 from models import arith
-from proofs import interrupts
-from proofs.solver import ERROR, PROVED, QUERY_PARAMETERS, REFUTED, UNKNOWN, Kind, replay, symbolic_inputs
+from proofs.engine.solver import ERROR, PROVED, QUERY_PARAMETERS, REFUTED, UNKNOWN, Kind, replay, symbolic_inputs
+from proofs.runtime import interrupts
 from proofs.source import budget, reading, search
 from proofs.source.cases import split_cases
 from proofs.source.equivalence import Subject, exploring_under

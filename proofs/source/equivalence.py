@@ -1,7 +1,7 @@
 """Claims that a shipped function equals its model, or another release's.
 
 Each claim is a formula in the catalogue's sense (`(variant, x) -> Claim`),
-so `proofs.solver.decide` decides it, and replays every counterexample by
+so `proofs.engine.solver.decide` decides it, and replays every counterexample by
 calling the formula on ints: the model's int reading against the shipped
 code run concretely. The shipped reading is explored under the claim's
 domain, which it also adds as an obligation (so it is sound whatever the
@@ -31,7 +31,7 @@ from proofs.catalog.base import (
     split_params,
 )
 from proofs.catalog.config import CONFIG_VARS, config_domain, config_inputs
-from proofs.solver import Claim, Var
+from proofs.engine.solver import Claim, Var
 from proofs.source import resume
 from proofs.source.platform import canonical_lcm, equivalence_lemmas
 

@@ -17,7 +17,7 @@ import ast
 
 import z3
 
-from proofs import interrupts
+from proofs.runtime import interrupts
 from proofs.source import paths
 from proofs.source.proxy import SymBool, SymInt, term, wrap
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import z3
 
 from models import arith
-from proofs import interrupts
+from proofs.runtime import interrupts
 from proofs.source import budget
 
 CHECK_RLIMIT = 2_000_000  # per feasibility check

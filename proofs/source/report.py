@@ -8,8 +8,8 @@ import sys
 import time
 
 from models.variants import BASELINE, Variant
-from proofs import interrupts
-from proofs.solver import PROVED, REFUTED
+from proofs.engine.solver import PROVED, REFUTED
+from proofs.runtime import interrupts
 from proofs.source import budget, crashes
 from proofs.source import theorems as split_theorems
 from proofs.source.decide import equivalence

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import z3
 
 from models import arith, prefill
-from proofs.claims import Kind, Var
+from proofs.engine.claims import Kind, Var
 from proofs.source import kernel, paths
 from proofs.source.proxy import SymInt, Unsupported, wrap
 from proofs.source.standins import StandIn

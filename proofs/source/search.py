@@ -29,7 +29,7 @@ from pathlib import Path
 
 import z3
 
-from proofs.solver import Kind, Var, replay
+from proofs.engine.solver import Kind, Var, replay
 from proofs.source import budget
 
 SEARCH_SECONDS = 12.0

@@ -20,7 +20,7 @@ from models import arith
 from proofs.catalog import CATALOGUE
 from proofs.catalog.base import Obligation, scheduler_domain, split_call, split_params
 from proofs.catalog.split import VARS, ends_by_next_multiple, lemma_hypothesis, reading_split
-from proofs.solver import PROVED, REFUTED, UNKNOWN, VACUOUS, replay, symbolic_inputs
+from proofs.engine.solver import PROVED, REFUTED, UNKNOWN, VACUOUS, replay, symbolic_inputs
 from proofs.source import budget, reading, search
 from proofs.source.cases import split_cases
 from proofs.source.decide import Verdict, _check, _first_decided, _flags, _solver, _uniqueness, _values

@@ -1,6 +1,6 @@
 """The regression corpus: every mined counterexample in this directory, replayed.
 
-Each JSON document (proofs/playback.py) must still fail for the variant it was
+Each JSON document (proofs/mining/playback.py) must still fail for the variant it was
 mined from, have the recorded outcome under every other variant, hold once the
 fix it records is applied, describe the same prefill the model runs, and, for
 `baseline`, fail identically in the real vLLM 0.33.0 split. A variant with its
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from proofs.mining import FAILS, HOLDS, REJECTED, derive_deployment
-from proofs.mutation.handwritten import resolve
-from proofs.playback import (
+from proofs.faults.handwritten import resolve
+from proofs.mining.miner import FAILS, HOLDS, REJECTED, derive_deployment
+from proofs.mining.playback import (
     FIX_VARIANT,
     FORMAT,
     case_hash,

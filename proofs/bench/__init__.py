@@ -1,0 +1,2 @@
+"""The benchmarks: the catalogue's cost, the refutation race against Hypothesis and CrossHair,
+`check` and mining timings."""

@@ -1,0 +1,2 @@
+"""Counterexample mining: the miner, the playback of mined cases, the views it mines over, and
+the vLLM-style test writer."""
