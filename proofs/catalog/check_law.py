@@ -1,7 +1,8 @@
 """Bounded theorems on what `gridproof check` tells a deployer: the law it prints is the engine
-model's restore (the function `simulate` runs), and its smallest prefix that hits is the least one
-the model restores anything at. A fault in proofs/deployment/restore_law.py (a formula off by a block, the
-EAGLE form for the plain one, a smallest hit one token late) fails `prove`.
+model's restore (the function `simulate` runs), as computed and as its printed text reads, and its
+smallest prefix that hits is the least one the model restores anything at. A fault in
+proofs/deployment/restore_law.py (a formula off by a block, the EAGLE form for the plain one, a formula
+printed otherwise than it is computed, a smallest hit one token late or lost) fails `prove`.
 
 Decided by enumeration (proofs/engine/enumerated.py): the deployments `check` resolves from its built-in
 families' defaults and the Kimi-K3 flags of docs/check.md, on lengths chosen apart from the ones the
@@ -11,6 +12,8 @@ law is fitted on (another seed, other multiples), each compared with `simulate`.
 from __future__ import annotations
 
 import random
+import re
+from collections.abc import Callable
 from functools import cache
 
 from models.deploy import ServeFlags, resolve_deployment
@@ -62,6 +65,17 @@ def _lengths(p: Plan) -> list[int]:
     return sorted(n for n in found if n >= 1)
 
 
+def printed(text: str) -> Callable[[int], int]:
+    """The law as `check` prints it, read back from its text (not from the formula's own function): the
+    floors, products and differences of the printed form, L the length. A formula printed otherwise than
+    it is computed is refuted where the two differ."""
+    expression = text.replace("⌊", "((").replace("⌋", "))").replace("·", "*").replace("−", "-")
+    expression = re.sub(r"(?<=\d),(?=\d{3})", "", expression).replace("/", "//")
+    if not re.fullmatch(r"[\dL()*+\-/ ,max]*", expression):
+        raise ValueError(f"not a printed law: {text!r}")
+    return lambda length: eval(expression, {"__builtins__": {}, "max": max}, {"L": length})
+
+
 def _cases(variant: Variant):
     for name in DEPLOYMENTS:
         p = _plan(variant, name)
@@ -80,11 +94,14 @@ def law_is_the_engines(variant: Variant, case: Case) -> Verdict:
     if checks.fails("a formula fits", law.verdict == "CHECKED"):
         return checks.verdict(f"no formula fits: {law.differences[:3]}")
     budget = p.geometry.deployment.max_num_scheduled_tokens
+    as_printed = printed(law.formula.text)
     first_hit = None
     for length in _lengths(p):
         reuse = simulate(variant, p.geometry, budget, prompt_tokens=length)["reuse"]
         if checks.differ("the law at a length", law(length), reuse):
             return checks.verdict(f"L = {length}: the law says {law(length)}, simulate {reuse}")
+        if checks.differ("the printed law at a length", as_printed(length), reuse):
+            return checks.verdict(f"L = {length}: the law printed, {law.formula.text}, is {as_printed(length)}")
         if reuse and first_hit is None:
             first_hit = length
     smallest = law.smallest_hit
@@ -93,7 +110,10 @@ def law_is_the_engines(variant: Variant, case: Case) -> Verdict:
         before = simulate(variant, p.geometry, budget, prompt_tokens=smallest - 1)["reuse"] if smallest > 1 else 0
         if checks.fails("the smallest hit restores and the length before it does not", at > 0 and before == 0):
             return checks.verdict(f"smallest hit {smallest}: simulate restores {at} there and {before} one before")
-    if checks.fails("no length below the smallest hit restores", first_hit is None or first_hit >= (smallest or 0)):
+    if checks.fails(
+        "no length below the smallest hit restores, and none restores without one",
+        first_hit is None or (smallest is not None and first_hit >= smallest),
+    ):
         return checks.verdict(f"simulate restores at {first_hit}, below the smallest hit {smallest}")
     return checks.verdict(exercised=smallest is not None)
 
@@ -104,9 +124,10 @@ THEOREMS = (
         "deploy",
         "Bounded, by enumeration: for every deployment check resolves from a built-in family's defaults, and "
         "the Kimi-K3 TP16/DCP16 flags of docs/check.md (as given, with --mamba-block-size 12288, and with dense "
-        "retention), the law check prints (proofs/deployment/restore_law.py) equals what simulate reports a "
-        "later identical request restores at every length of the domain, and its smallest prefix that hits is restored "
-        "something where the length before it is not, with no length of the domain below it restored anything.",
+        "retention), the law check prints (proofs/deployment/restore_law.py), both as computed and as its printed "
+        "text reads, equals what simulate reports a later identical request restores at every length of the "
+        "domain, and its smallest prefix that hits is restored something where the length before it is not, "
+        "with no length of the domain below it restored anything (and none restored where it names none).",
         (),
         enumeration=Enumeration(
             f"the deployments {', '.join(DEPLOYMENTS)} (those the variant accepts); lengths: every L up to "

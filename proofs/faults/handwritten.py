@@ -770,6 +770,30 @@ CHECK_LAW_MUTANTS = {
             "`check`'s EAGLE form of the law drops the trailing block from the last boundary before the last "
             "token, not from the last boundary within the prompt: a block short where L is on the grid",
         ),
+        Mutant(
+            "law-printed-plain-form-a-token-late",
+            BASELINE,
+            Patch(
+                "proofs.deployment.restore_law",
+                "_boundary",
+                'f"⌊(L − 1)/{unit:,}⌋·{unit:,}"',
+                'f"⌊L/{unit:,}⌋·{unit:,}"',
+            ),
+            "`check` prints the plain law as the last boundary within the prompt while it computes the last "
+            "one before its last token: the printed formula is a block long wherever L is on the grid",
+        ),
+        Mutant(
+            "law-smallest-hit-lost",
+            BASELINE,
+            Patch(
+                "proofs.deployment.restore_law",
+                "smallest_hit",
+                "low, high = 1, max(observed)",
+                "low, high = 1, min(observed)",
+            ),
+            "`check`'s search for the smallest prefix that hits looks no further than the shortest length "
+            "checked: it says no prefix is ever restored where the cache restores many",
+        ),
     )
 }
 MUTANTS.update(CHECK_LAW_MUTANTS)
