@@ -35,6 +35,7 @@ from models.deploy import (
     offload_blocks_per_chunk,
     scheduler_flags,
     speculation,
+    start_block,
     token_flag,
 )
 from models.errors import GridproofError
@@ -216,6 +217,11 @@ FUNCTIONS = {
         tuple(f.name for f in fields(ConfigInputs)),
         ("block_size", "mamba_block_size", "mamba_page_size_padded"),
         _resolve,
+    ),
+    # The block vLLM starts from when --block-size is unset, for an attention backend whose kernels take
+    # any multiple of `kernel_min` (its preferred block for the release's default block size).
+    "start_block": RecordedFunction(
+        ("kernel_min",), ("block",), lambda variant, x: (start_block(variant, x["kernel_min"]),)
     ),
     "split": RecordedFunction((*SPLIT_PARAMS, *SPLIT_CALL), ("scheduled",), _split),
     "checkpoint_position": RecordedFunction(

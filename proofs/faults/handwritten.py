@@ -272,6 +272,16 @@ MUTANTS = {
             base=BASELINE,
         ),
         _mutant(
+            "start-block-kernel-test-reversed",
+            "`check` keeps the release's default block when the backend's smallest kernel block is a multiple of it, "
+            "not when it divides it: a backend whose kernels take multiples of 8 starts from 8 under 0.33.0, not 16",
+            "deploy",
+            "start_block",
+            "return default if default % kernel_min == 0 else kernel_min",
+            "return default if kernel_min % default == 0 else kernel_min",
+            base=BASELINE,
+        ),
+        _mutant(
             "kv-cache-dtype-not-passed",
             "`check` sizes the attention page in the model's dtype whatever --kv-cache-dtype says: an fp8 KV cache "
             "resolves the block of a bf16 one",

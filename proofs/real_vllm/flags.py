@@ -46,3 +46,23 @@ class RealTokenFlag:
             return False, self._parsers[auto](text)
         except (argparse.ArgumentTypeError, ValueError, OverflowError):
             return True, 0
+
+
+class RealStartBlock:
+    """The block vLLM asks of a single attention backend when --block-size is unset: the backend's
+    `get_preferred_block_size(CacheConfig.DEFAULT_BLOCK_SIZE)`, for a backend whose kernels take any
+    multiple of `kernel_min` (`MultipleOf`), which `_align_hybrid_block_size` then starts from."""
+
+    def __init__(self) -> None:
+        from vllm.config.cache import CacheConfig
+        from vllm.v1.attention.backend import AttentionBackend, MultipleOf
+
+        self._base, self._multiple_of = AttentionBackend, MultipleOf
+        self._default = CacheConfig.DEFAULT_BLOCK_SIZE
+
+    def read(self, kernel_min: int) -> int:
+        sizes = [self._multiple_of(kernel_min)]
+        backend = type(
+            "KernelBlocksOf", (self._base,), {"get_supported_kernel_block_sizes": staticmethod(lambda: sizes)}
+        )
+        return backend.get_preferred_block_size(self._default)

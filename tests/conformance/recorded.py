@@ -264,6 +264,7 @@ READERS = {
     "real_token_flag": ("flags", "RealTokenFlag"),
     "real_state": ("state", "RealStateTensors"),
     "real_kv_dtype": ("flags", "RealKvCacheDtype"),
+    "real_start_block": ("flags", "RealStartBlock"),
 }
 
 
@@ -274,13 +275,26 @@ def load_reader(module: str, name: str):
     return quietly(getattr(importlib.import_module(f"proofs.real_vllm.{module}"), name))
 
 
+# The smallest kernel blocks a backend may declare (a multiple of each): below, at and above either
+# release's default block, its divisors and not, and the built-in models' kernels.
+START_BLOCK_KERNELS = (1, 2, 8, 12, 16, 24, 32, 48, 64, 80, 96, 128, 144, 256, 576)
+
+
 def kv_dtype_cases() -> list[tuple]:
     """Every --kv-cache-dtype check takes, under every model dtype a family may have."""
     return [(kv, model) for kv in KV_CACHE_DTYPES for model in ("bfloat16", "float16", "float32")]
 
 
 def record(
-    real_split, real_config, real_speculation, real_mtp, real_offload, real_token_flag, real_state, real_kv_dtype
+    real_split,
+    real_config,
+    real_speculation,
+    real_mtp,
+    real_offload,
+    real_token_flag,
+    real_state,
+    real_kv_dtype,
+    real_start_block,
 ) -> dict:
     rng = random.Random(SEED)
     split_cases = _sample(rng, list(boundaries.split_cases()), SPLIT_BOUNDARY_CASES)
@@ -321,6 +335,7 @@ def record(
             [flag, text, *real_token_flag.read(text, flag == "max_model_len")] for flag, text in token_flag_cases()
         ],
         "kv_dtype": [[kv, model, *real_kv_dtype.read(kv, model)] for kv, model in kv_dtype_cases()],
+        "start_block": [[kernel, real_start_block.read(kernel)] for kernel in START_BLOCK_KERNELS],
     }
     result = {"vllm": installed_version(), "recorded_by": f"tests/conformance/recorded.py, seed {SEED}"}
     for name, function in FUNCTIONS.items():
