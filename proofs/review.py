@@ -69,10 +69,10 @@ def diff_section(release, source, variant: Variant) -> Section:
 
 
 def theorems_section(variant: Variant) -> Section:
-    from proofs.run.prove import run_catalogue
+    from proofs.run.prove import ProveRequest, run_catalogue
 
-    result, _ = run_catalogue(variant=variant.name, export=False, cache=None)
-    unguarded, _ = run_catalogue(variant=UNGUARDED, export=False, cache=None)
+    result, _ = run_catalogue(ProveRequest(variant=variant.name, export=False, cache=None))
+    unguarded, _ = run_catalogue(ProveRequest(variant=UNGUARDED, export=False, cache=None))
     entries = result["entries"]
     differ = [e for e in entries if not e["ok"]]
     lines = [

@@ -25,7 +25,7 @@ from models.hf_config import FAMILY_DIR, builtin_model_names
 from proofs.cli import main
 from proofs.faults.handwritten import known_names
 from proofs.report import FORMATS
-from proofs.run.prove import run_catalogue
+from proofs.run.prove import ProveRequest, run_catalogue
 
 CHEAP_THEOREM = "config-explicit-cadence-kept"  # three obligations, one refuted, well under a second
 PREFILL_THEOREM = "prefill-published-on-target-boundaries"
@@ -102,7 +102,7 @@ def _replaced(data, path: tuple, value, delete: bool):
 
 @cache
 def valid_result_text() -> str:
-    result, _entries = run_catalogue(CHEAP_THEOREM, None, "ci", None, None, 1)
+    result, _entries = run_catalogue(ProveRequest(theorem=CHEAP_THEOREM, jobs=1))
     return json.dumps(result, indent=2)
 
 

@@ -28,7 +28,7 @@ from proofs.report.confirm import (
     render,
 )
 from proofs.report.smt2 import CVC5_CONFIGURATIONS, exported, write_smt2
-from proofs.run.prove import run_catalogue
+from proofs.run.prove import ProveRequest, run_catalogue
 
 pytestmark = pytest.mark.slow  # the ci tier exported and re-decided by cvc5 (about 2 minutes)
 
@@ -38,7 +38,7 @@ LCP_OFF_BY_ONE = "mutant:lcp-off-by-one"
 
 @pytest.fixture(scope="module")
 def ci_tier():
-    _, entries = run_catalogue(tier="ci", jobs=2)
+    _, entries = run_catalogue(ProveRequest(tier="ci", jobs=2))
     return entries
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from proofs.run.prove import run_catalogue
+from proofs.run.prove import ProveRequest, run_catalogue
 
 pytestmark = pytest.mark.slow  # the ci tier at one job and at two
 
@@ -19,7 +19,7 @@ SELECTION = {"variant": "pr457-guarded", "tier": "ci"}
 
 
 def _hypotheses(jobs: int) -> dict[tuple[str, str], tuple]:
-    result, _ = run_catalogue(**SELECTION, jobs=jobs, cache=None, export=False)
+    result, _ = run_catalogue(ProveRequest(**SELECTION, jobs=jobs, cache=None, export=False))
     return {
         (e["theorem"], e["variant"]): (
             e["verdict"],

@@ -31,20 +31,22 @@ def test_slow_must_name_variants_the_theorem_expects(tmp_path):
 
 
 def test_theorems_with_slow_proofs_start_first_whatever_their_budget():
+    from proofs.run.cache import Request
     from proofs.run.prove import _start_order
 
-    small_but_slow = [("baseline", "PROVED", 20_000_000, "slow")]
-    large_and_quick = [(f"v{i}", "PROVED", 20_000_000, "ci") for i in range(5)]
-    larger_and_quick = [(f"v{i}", "PROVED", 20_000_000, "ci") for i in range(6)]
+    small_but_slow = [Request("t", "baseline", "PROVED", 20_000_000, "slow", None)]
+    large_and_quick = [Request("t", f"v{i}", "PROVED", 20_000_000, "ci", None) for i in range(5)]
+    larger_and_quick = [Request("t", f"v{i}", "PROVED", 20_000_000, "ci", None) for i in range(6)]
     order = sorted([large_and_quick, small_but_slow, larger_and_quick], key=_start_order)
     assert order == [small_but_slow, larger_and_quick, large_and_quick]
 
 
 def test_among_quick_theorems_more_cases_start_first():
+    from proofs.run.cache import Request
     from proofs.run.prove import _start_order
 
-    variants = [("baseline", "PROVED", 20_000_000, "ci")]
-    larger_budget = [("baseline", "PROVED", 40_000_000, "ci")]
+    variants = [Request("t", "baseline", "PROVED", 20_000_000, "ci", None)]
+    larger_budget = [Request("t", "baseline", "PROVED", 40_000_000, "ci", None)]
     # One obligation of four cases outweighs one with twice the budget and one case.
     order = sorted([(larger_budget, 1), (variants, 4)], key=lambda task: _start_order(*task))
     assert order == [(variants, 4), (larger_budget, 1)]

@@ -6,7 +6,7 @@ whose expected verdict differs, is decided."""
 from __future__ import annotations
 
 from proofs.catalog import CATALOGUE
-from proofs.run.prove import run_catalogue
+from proofs.run.prove import ProveRequest, run_catalogue
 from proofs.run.runner import ChoicesRead, claim_key, same_choices
 
 THEOREM = "config-explicit-cadence-kept"  # baseline refutes it; pr457 and pr457-guarded read no guard here
@@ -22,7 +22,7 @@ def test_the_key_tells_apart_what_the_claims_tell_apart():
 
 
 def test_only_a_variant_with_the_same_claims_takes_an_entry():
-    _, entries = run_catalogue(theorem=THEOREM, jobs=1, export=False)
+    _, entries = run_catalogue(ProveRequest(theorem=THEOREM, jobs=1, export=False))
     by_variant = {e.variant: e for e in entries}
     assert by_variant["baseline"].verdict == "REFUTED" and by_variant["baseline"].same_claim_as == ""
     assert by_variant["pr457"].same_claim_as == "" and by_variant["pr457"].rlimit > 0
@@ -31,7 +31,7 @@ def test_only_a_variant_with_the_same_claims_takes_an_entry():
     assert twin.reproduce.endswith(f"--theorem {THEOREM} --variant pr457-guarded --rlimit 20000000")
     for field in ("verdict", "hypotheses", "hypotheses_used", "hypotheses_unconfirmed", "counterexample"):
         assert getattr(twin, field) == getattr(by_variant["pr457"], field)
-    _, alone = run_catalogue(theorem=THEOREM, variant="pr457-guarded", jobs=1, export=False)
+    _, alone = run_catalogue(ProveRequest(theorem=THEOREM, variant="pr457-guarded", jobs=1, export=False))
     assert alone[0].same_claim_as == ""
     for field in ("verdict", "hypotheses", "hypotheses_used", "hypotheses_unconfirmed", "counterexample"):
         assert getattr(alone[0], field) == getattr(twin, field)
@@ -46,7 +46,9 @@ def test_a_variant_that_agrees_on_every_field_the_decision_read_takes_the_entry_
         raise AssertionError("claims read for a twin the fields already tell")
 
     monkeypatch.setattr(proofs.run.prove, "claim_key", unread)
-    _, entries = run_catalogue(theorem="prefill-state-slot", variant="baseline,pr457,pr457-guarded", jobs=1)
+    _, entries = run_catalogue(
+        ProveRequest(theorem="prefill-state-slot", variant="baseline,pr457,pr457-guarded", jobs=1)
+    )
     baseline, pr457, guarded = entries
     assert baseline.choices_read == frozenset() and baseline.same_claim_as == ""
     assert pr457.same_claim_as == guarded.same_claim_as == "baseline"
@@ -55,7 +57,7 @@ def test_a_variant_that_agrees_on_every_field_the_decision_read_takes_the_entry_
 def test_a_field_read_with_another_value_falls_back_to_the_claims():
     # config-physical-unchanged reads keeps_explicit_cadence, on which
     # baseline and pr457 differ; their claims still read to the same queries.
-    _, entries = run_catalogue(theorem="config-physical-unchanged", variant="baseline,pr457", jobs=1)
+    _, entries = run_catalogue(ProveRequest(theorem="config-physical-unchanged", variant="baseline,pr457", jobs=1))
     baseline, pr457 = entries
     assert "keeps_explicit_cadence" in baseline.choices_read
     assert not same_choices(baseline.choices_read, "baseline", "pr457")
@@ -73,7 +75,7 @@ def test_an_expected_refutation_is_decided_without_reading_claims(monkeypatch):
 
     monkeypatch.setattr(proofs.run.prove, "claim_key", unread)
     theorem = "prefill-published-on-target-boundaries"
-    _, entries = run_catalogue(theorem=theorem, variant="baseline,pr457", jobs=1, export=False)
+    _, entries = run_catalogue(ProveRequest(theorem=theorem, variant="baseline,pr457", jobs=1, export=False))
     assert [(e.verdict, e.same_claim_as) for e in entries] == [("REFUTED", ""), ("REFUTED", "")]
 
 
@@ -95,7 +97,9 @@ def test_an_enumerated_entry_is_taken_by_a_variant_that_agrees_on_what_its_cases
     """vLLM's recorded answers are about resolution and the split, which do
     not read the guard: pr457-guarded takes pr457's entry, cases and all;
     baseline, which splits on another grid, is decided."""
-    _, entries = run_catalogue(theorem="matches-recorded-vllm", variant="baseline,pr457,pr457-guarded", jobs=1)
+    _, entries = run_catalogue(
+        ProveRequest(theorem="matches-recorded-vllm", variant="baseline,pr457,pr457-guarded", jobs=1)
+    )
     by_variant = {e.variant: e for e in entries}
     assert by_variant["pr457"].same_claim_as == "" and by_variant["baseline"].same_claim_as == ""
     twin = by_variant["pr457-guarded"]
@@ -110,7 +114,7 @@ def test_a_task_reads_each_variants_claim_texts_once_for_its_cache_key_and_its_t
     reads = []
     real = runner._claim_texts
     monkeypatch.setattr(runner, "_claim_texts", lambda theorem, name: reads.append(name) or real(theorem, name))
-    run_catalogue(theorem="config-physical-unchanged", variant="baseline,pr457", cache=tmp_path)
+    run_catalogue(ProveRequest(theorem="config-physical-unchanged", variant="baseline,pr457", cache=tmp_path))
     # The cache key and the twin key of pr457 (and the twin key of baseline
     # it is compared with) share one reading each.
     assert sorted(reads) == ["baseline", "pr457"]

@@ -4,7 +4,7 @@ decides exactly as a run that writes them."""
 
 from __future__ import annotations
 
-from proofs.run.prove import run_catalogue
+from proofs.run.prove import ProveRequest, run_catalogue
 
 # A refutation the probe finds (no query posed as written), and a theorem
 # whose case split has a case the hypotheses exclude.
@@ -24,8 +24,8 @@ def _decided(entry) -> tuple:
 
 def test_unexported_run_decides_alike_and_writes_only_what_it_posed():
     for theorem in THEOREMS:
-        _, written = run_catalogue(theorem=theorem, jobs=1)
-        _, unwritten = run_catalogue(theorem=theorem, jobs=1, export=False)
+        _, written = run_catalogue(ProveRequest(theorem=theorem, jobs=1))
+        _, unwritten = run_catalogue(ProveRequest(theorem=theorem, jobs=1, export=False))
         assert [_decided(e) for e in written] == [_decided(e) for e in unwritten]
         for full, lean in zip(written, unwritten, strict=True):
             assert full.queries, f"{theorem} / {full.variant} exports no query"
@@ -34,8 +34,10 @@ def test_unexported_run_decides_alike_and_writes_only_what_it_posed():
 
 
 def test_probe_refutation_carries_its_query_only_when_exported():
-    _, written = run_catalogue(theorem="config-explicit-cadence-kept", variant="baseline", jobs=1)
-    _, unwritten = run_catalogue(theorem="config-explicit-cadence-kept", variant="baseline", jobs=1, export=False)
+    _, written = run_catalogue(ProveRequest(theorem="config-explicit-cadence-kept", variant="baseline", jobs=1))
+    _, unwritten = run_catalogue(
+        ProveRequest(theorem="config-explicit-cadence-kept", variant="baseline", jobs=1, export=False)
+    )
     assert written[0].verdict == unwritten[0].verdict == "REFUTED"
     assert [q.answer for qs in written[0].queries.values() for q in qs] == ["sat"]
     assert unwritten[0].queries == {}

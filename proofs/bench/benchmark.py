@@ -53,7 +53,7 @@ from pathlib import Path
 from proofs.catalog import CATALOGUE, Obligation
 from proofs.engine.solver import PROVED, REFUTED, UNKNOWN, Kind, SolverOptions, replay
 from proofs.faults.handwritten import in_effect
-from proofs.run.prove import run_catalogue
+from proofs.run.prove import ProveRequest, run_catalogue
 from proofs.run.runner import (
     VERDICTS,
     NothingSelected,
@@ -109,13 +109,13 @@ def count_verdicts(verdicts) -> str:
 
 def bench_catalogue(tier: str, theorems: tuple[str, ...] | None) -> None:
     if theorems is None:
-        result, _ = run_catalogue(tier=tier, export=False)  # as --no-cache runs it: nothing to export
+        result, _ = run_catalogue(ProveRequest(tier=tier, export=False))  # as --no-cache runs it: nothing to export
         seconds_, rlimit, entries = result["seconds"], result["rlimit"], result["entries"]
         label = f"tier {tier}"
     else:  # --quick
         seconds_, rlimit, entries = 0.0, 0, []
         for name in theorems:
-            result, _ = run_catalogue(theorem=name, tier=tier, export=False)
+            result, _ = run_catalogue(ProveRequest(theorem=name, tier=tier, export=False))
             seconds_ += result["seconds"]
             rlimit += result["rlimit"]
             entries += result["entries"]
@@ -163,8 +163,8 @@ def _time_command(arguments: list[str]) -> tuple[float, float]:
 def bench_cache(tier: str) -> None:
     """The proof cache: a cold run that fills a fresh cache, then the unchanged rerun CI makes."""
     with tempfile.TemporaryDirectory() as directory:
-        cold, _ = run_catalogue(tier=tier, cache=Path(directory))
-        warm, _ = run_catalogue(tier=tier, cache=Path(directory))
+        cold, _ = run_catalogue(ProveRequest(tier=tier, cache=Path(directory)))
+        warm, _ = run_catalogue(ProveRequest(tier=tier, cache=Path(directory)))
     print(f"proof cache (tier {tier}), as `gridproof prove --cache DIR` runs it")
     for label, run in (("cold, filling the cache", cold), ("unchanged rerun", warm)):
         reused = run["cache"]["reused"]

@@ -115,26 +115,30 @@ def cache_directory(args: argparse.Namespace) -> tuple[Path | None, bool]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from proofs.report.evidence import prove_with_evidence
+    from proofs.report.evidence import ReportRequest, prove_with_evidence
+    from proofs.run.prove import ProveRequest
 
     if args.verify_cache and args.no_cache:
         raise UsageError("--verify-cache: there is no cache to verify with --no-cache")
     directory, named = cache_directory(args)
-    return prove_with_evidence(
+    request = ProveRequest(
         theorem=args.theorem,
         variant=args.variant,
         tier=args.tier,
         rlimit=args.rlimit,
-        as_json=args.json,
         seed=args.seed,
         jobs=args.jobs,
+        cache=directory,
+        cache_named=named,
+        verify_cache=args.verify_cache,
+    )
+    report = ReportRequest(
+        as_json=args.json,
+        verbose=args.verbose,
         report_dir=args.report_dir,
         against=args.against,
         rlimit_growth=args.rlimit_growth,
         seeds=args.seeds,
         confirm_with=args.confirm,
-        cache=directory,
-        cache_named=named,
-        verify_cache=args.verify_cache,
-        verbose=args.verbose,
     )
+    return prove_with_evidence(request, report)

@@ -5,62 +5,62 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from proofs.report import check_report_dir, write_report_dir
 from proofs.report.diff import BaselineError, compare
 from proofs.report.seeds import brittleness, render_brittleness
 from proofs.report.smt2 import exported
-from proofs.run.prove import render_table, run_catalogue
+from proofs.run.prove import ProveRequest, render_table, run_catalogue
 from proofs.run.result import covers, load_baseline, selection_text
 
 
-def prove_with_evidence(
-    theorem=None,
-    variant=None,
-    tier="ci",
-    rlimit=None,
-    as_json=False,
-    seed=None,
-    report_dir: Path | None = None,
-    against: Path | None = None,
-    rlimit_growth: float = 50.0,
-    seeds: int = 0,
-    jobs: int | None = None,
-    confirm_with: str | None = None,
-    cache: Path | None = None,
-    cache_named: bool = True,
-    verify_cache: bool = False,
-    verbose: bool = False,
-) -> int:
+@dataclass(frozen=True)
+class ReportRequest:
+    """What `gridproof prove` reports around its run: JSON or the table (`verbose`: every entry),
+    the report directory, the result it is compared with (`against`, `rlimit_growth`), the seed
+    reruns (`seeds`) and the second solver (`confirm_with`)."""
+
+    as_json: bool = False
+    verbose: bool = False
+    report_dir: Path | None = None
+    against: Path | None = None
+    rlimit_growth: float = 50.0
+    seeds: int = 0
+    confirm_with: str | None = None
+
+
+def prove_with_evidence(request: ProveRequest, report: ReportRequest) -> int:
+    """One run of the catalogue with its evidence; the exit status."""
+    against, report_dir = report.against, report.report_dir
     old = load_baseline(against) if against is not None else None  # a bad file stops here, before the run
-    if old is not None and not covers(old.get("selection"), {"theorem": theorem, "variant": variant, "tier": tier}):
+    if old is not None and not covers(old.get("selection"), request.selection()):
         raise BaselineError(
             f"{against}: its selection ({selection_text(old)}) does not cover this run's "
-            f"({selection_text({'selection': {'theorem': theorem, 'variant': variant, 'tier': tier}})}): "
+            f"({selection_text({'selection': request.selection()})}): "
             "compare with a result of the same or a wider selection"
         )
     if report_dir is not None:
         check_report_dir(report_dir)
-    wanted = report_dir is not None or confirm_with is not None  # the cache asks for them itself
-    cached = {"cache": cache, "cache_named": cache_named, "verify_cache": verify_cache}
-    result, entries = run_catalogue(theorem, variant, tier, rlimit, seed, jobs, export=wanted, **cached)
+    wanted = report_dir is not None or report.confirm_with is not None  # the cache asks for them itself
+    result, entries = run_catalogue(replace(request, export=wanted))
     status = 1 if result["failures"] or not entries else 0
     after: list[str] = []
 
-    if seeds:
+    if report.seeds:
         seeded = {}
-        for s in range(1, seeds + 1):
-            rerun, _ = run_catalogue(theorem, variant, tier, rlimit, s, jobs, export=False, **cached)
+        for s in range(1, report.seeds + 1):
+            rerun, _ = run_catalogue(replace(request, seed=s, export=False))
             seeded[s] = rerun["entries"]
-        report = brittleness(result["entries"], seeded)
-        result["brittleness"] = report
-        after.append(render_brittleness(report))
-        if report["flips"]:
+        flips = brittleness(result["entries"], seeded)
+        result["brittleness"] = flips
+        after.append(render_brittleness(flips))
+        if flips["flips"]:
             status = 1
 
     if old is not None:
-        diff = compare(old, result, rlimit_growth, str(against))
+        diff = compare(old, result, report.rlimit_growth, str(against))
         result["against"] = diff.to_json(str(against))
         if diff.changes:
             after.append(f"against {against}: {len(diff.changes)} regression{'s' if len(diff.changes) != 1 else ''}")
@@ -70,10 +70,10 @@ def prove_with_evidence(
             after.append(f"against {against}: no regression")
         after += [f"note: {n}" for n in diff.notes]
 
-    if confirm_with is not None:
+    if report.confirm_with is not None:
         from proofs.report.confirm import DISAGREES, confirm, render
 
-        confirmed = confirm(entries, confirm_with, jobs=result["jobs"])
+        confirmed = confirm(entries, report.confirm_with, jobs=result["jobs"])
         result["confirm"] = confirmed
         after += render(confirmed)
         if confirmed["counts"][DISAGREES]:
@@ -88,12 +88,12 @@ def prove_with_evidence(
             f"Z3 option headers, lemma families) in {report_dir}"
         )
 
-    if as_json:
+    if report.as_json:
         print(json.dumps(result, indent=2))
         if after:
             print("\n".join(after), file=sys.stderr)
     else:
-        print(render_table(entries, result, verbose))
+        print(render_table(entries, result, report.verbose))
         if after:
             print("\n".join(after))
     return status

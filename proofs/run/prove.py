@@ -36,30 +36,53 @@ from proofs.run.runner import (
 from proofs.runtime.workers import process_pool
 
 
-def run_catalogue(
-    theorem=None,
-    variant=None,
-    tier="ci",
-    rlimit=None,
-    seed=None,
-    jobs=None,
-    cache: Path | None = None,
-    export: bool = True,
-    verify_cache: bool = False,
-    cache_named: bool = True,
-) -> tuple[dict, list[Entry]]:
-    """Decide the selected obligations, `jobs` at a time (default: one per
-    core); the canonical result object and the entries, in catalogue order.
-    `cache`: a proof cache directory (proofs/run/cache.py) to reuse entries from
-    and store them in; None decides everything. `verify_cache`: every cached
-    PROVED is decided again. `cache_named` False (the default directory): a
-    cache that cannot be made or written is noted and the run goes on
-    without it; named, it is an error before any work. `export` False: the
-    entries need not carry every query their verdicts rest on
-    (Entry.queries), for a run that neither caches nor exports them."""
+@dataclass(frozen=True)
+class ProveRequest:
+    """One run of the catalogue, as the command line asks it of the runner.
+
+    `theorem`, `variant` (comma-separated) and `tier` select the entries;
+    `rlimit` replaces every obligation's budget of record, `seed` Z3's;
+    `jobs` worker processes (default: one per core). `cache`: a proof cache
+    directory (proofs/run/cache.py) to reuse entries from and store them in;
+    None decides everything. `verify_cache`: every cached PROVED is decided
+    again. `cache_named` False (the default directory): a cache that cannot
+    be made or written is noted and the run goes on without it; named, it is
+    an error before any work. `export` False: the entries need not carry
+    every query their verdicts rest on (Entry.queries), for a run that
+    neither caches nor exports them."""
+
+    theorem: str | None = None
+    variant: str | None = None
+    tier: str = "ci"
+    rlimit: int | None = None
+    seed: int | None = None
+    jobs: int | None = None
+    cache: Path | None = None
+    cache_named: bool = True
+    verify_cache: bool = False
+    export: bool = True
+
+    def selection(self) -> dict:
+        """What the run decides, as its result records it."""
+        return {"theorem": self.theorem, "variant": self.variant, "tier": self.tier}
+
+
+@dataclass(frozen=True)
+class TheoremTask:
+    """One theorem's share of a run, decided in one process: its selected entries in turn."""
+
+    theorem: str
+    requests: list[Request]
+    cache_use: CacheUse | None
+    export: bool
+
+
+def run_catalogue(request: ProveRequest) -> tuple[dict, list[Entry]]:
+    """Decide the selected obligations, `request.jobs` at a time; the
+    canonical result object and the entries, in catalogue order."""
     manifest = load_manifest()
-    runs = plan_runs(manifest, theorem, variant, tier)
-    use = _cache_use(cache, cache_named, verify_cache)
+    runs = plan_runs(manifest, request.theorem, request.variant, request.tier)
+    use = _cache_use(request.cache, request.cache_named, request.verify_cache)
     started = time.perf_counter()
     entries: list[Entry | None] = [None] * len(runs)
     noted: list[str] = []
@@ -88,27 +111,38 @@ def run_catalogue(
     for i, run in enumerate(runs):
         groups.setdefault(run.theorem.name, []).append(i)
     tasks = [
-        (
+        TheoremTask(
             name,
-            [(runs[i].variant, runs[i].expected, rlimit or runs[i].rlimit, runs[i].tier) for i in members],
-            seed,
+            [
+                Request(
+                    name,
+                    runs[i].variant,
+                    runs[i].expected,
+                    request.rlimit or runs[i].rlimit,
+                    runs[i].tier,
+                    request.seed,
+                )
+                for i in members
+            ],
             use,
-            export or use is not None,
+            request.export or use is not None,
         )
         for name, members in groups.items()
     ]
     indexes = list(groups.values())
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks) or 1))
+    jobs = max(1, min(request.jobs or os.cpu_count() or 1, len(tasks) or 1))
     if jobs == 1:
         for members, task in zip(indexes, tasks, strict=True):
-            finished_task(members, _run_theorem_variants(*task))
+            finished_task(members, _run_theorem_variants(task))
     else:
         # Separate processes: Z3 releases no lock a thread could use. The
         # theorems with slow-tier proofs start first, then the largest
         # budgets, so no long theorem starts last.
-        order = sorted(range(len(tasks)), key=lambda t: _start_order(tasks[t][1], _cases(CATALOGUE[tasks[t][0]])))
+        order = sorted(
+            range(len(tasks)), key=lambda t: _start_order(tasks[t].requests, _cases(CATALOGUE[tasks[t].theorem]))
+        )
         with process_pool(jobs) as pool:
-            futures = {pool.submit(_run_theorem_variants, *tasks[t]): t for t in order}
+            futures = {pool.submit(_run_theorem_variants, tasks[t]): t for t in order}
             for future in concurrent.futures.as_completed(futures):
                 finished_task(indexes[futures[future]], future.result())
     progress("")
@@ -116,7 +150,7 @@ def run_catalogue(
         "format": RESULT_FORMAT,
         "z3_version": z3.get_version_string(),
         "model_hash": model_sources_hash(),
-        "selection": {"theorem": theorem, "variant": variant, "tier": tier, "rlimit": rlimit, "seed": seed},
+        "selection": {**request.selection(), "rlimit": request.rlimit, "seed": request.seed},
         "jobs": jobs,
         "seconds": round(time.perf_counter() - started, 3),
         "rlimit": sum(e.rlimit for e in entries),
@@ -185,13 +219,13 @@ def note(message: str) -> None:
     print(f"{prefix}gridproof: note: {message}", file=sys.stderr, flush=True)
 
 
-def _start_order(variants: list[tuple[str, str, int, str]], cases: int = 1) -> tuple[bool, int]:
+def _start_order(requests: list[Request], cases: int = 1) -> tuple[bool, int]:
     """Sorts first the theorems with a slow-tier proof, then larger total
-    budgets: each variant's budget of record per obligation times the
+    budgets: each entry's budget of record per obligation times the
     theorem's `cases` (its obligations, each as many times as its case split
     has cases). Over --tier all this puts the long tasks first, as the
     seconds they take would: the last task to start is a short one."""
-    return (all(tier != "slow" for *_, tier in variants), -cases * sum(rlimit for _, _, rlimit, _ in variants))
+    return (all(r.tier != "slow" for r in requests), -cases * sum(r.rlimit for r in requests))
 
 
 def _cases(theorem) -> int:
@@ -199,16 +233,12 @@ def _cases(theorem) -> int:
     return sum(2 ** len(o.case_split) for o in theorem.obligations) or 1
 
 
-def _run_theorem_variants(
-    theorem: str,
-    variants: list[tuple[str, str, int, str]],
-    seed: int | None,
-    cache_use: CacheUse | None = None,
-    export: bool = True,
-) -> TaskResult:
-    """One theorem's selected variants in turn, (variant, expected, rlimit, tier) each.
-    A variant whose claims read to the same queries as one decided before
-    it (the variants the theorem does not tell apart) takes that entry."""
+def _run_theorem_variants(task: TheoremTask) -> TaskResult:
+    """One theorem's selected entries in turn. A variant whose claims read to
+    the same queries as one decided before it (the variants the theorem does
+    not tell apart) takes that entry."""
+    theorem, cache_use = task.theorem, task.cache_use
+    seed = task.requests[0].seed if task.requests else None  # one run's seed, every entry's
     entries: list[Entry] = []
     decided: list[str] = []  # in this task, not taken from the cache
     cache = ProofCache(cache_use.directory, writable=cache_use.writable) if cache_use is not None else None
@@ -216,9 +246,9 @@ def _run_theorem_variants(
     # Mutants are read as they are decided: a patch that leaves a theorem's
     # claims alone is not one the manifest expects it to kill.
     twins = _Twins(theorem, seed)
-    with collector_held(), shared_queries(), exporting(export), claim_texts_kept():
-        for variant, expected, rlimit, tier in variants:
-            request = Request(theorem, variant, expected, rlimit, tier, seed)
+    with collector_held(), shared_queries(), exporting(task.export), claim_texts_kept():
+        for request in task.requests:
+            variant, expected, rlimit, tier = request.variant, request.expected, request.rlimit, request.tier
             lookup = None
             if cache:
                 try:
