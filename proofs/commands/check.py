@@ -229,7 +229,7 @@ def flags_from(args: argparse.Namespace) -> ServeFlags:
 
 def run(args: argparse.Namespace) -> int:
     from proofs.deployment.analysis import analyse
-    from proofs.deployment.rendering import render_json, render_sweep, render_text, sweep
+    from proofs.deployment.rendering import render_sweep, render_text, sweep
 
     variant = args.variant or args.vllm_version or release_variant(NEWEST_RELEASE)
     model = load_model(args.model)
@@ -255,19 +255,18 @@ def run(args: argparse.Namespace) -> int:
     if args.confirm_vllm:
         from proofs.real_vllm.confirm import confirm
 
-        result["confirm_vllm"] = confirm(result["plan"], result["hit_law"], progress=None if args.json else _progress)
-        if result["confirm_vllm"]["disagreements"]:
-            result["ok"] = False
-            result["why"].append("the real vLLM scheduler disagrees with the model (--confirm-vllm)")
+        result.confirm_vllm = confirm(result.plan, result.hit_law, progress=None if args.json else _progress)
+        if result.confirm_vllm["disagreements"]:
+            result.why.append("the real vLLM scheduler disagrees with the model (--confirm-vllm)")
     if args.plot:
         from proofs.deployment.restore_plot import plot_restores
 
         try:
-            plot_restores(result["plan"], args.plot, offload=deployment.offload)
+            plot_restores(result.plan, args.plot, offload=deployment.offload)
         except OSError as error:
             raise UsageError(f"--plot: cannot write {args.plot}: {error.strerror}") from None
-    print(json.dumps(render_json(result), indent=2) if args.json else render_text(result, explain=args.explain))
-    return 0 if result["ok"] else 1
+    print(json.dumps(result.to_json(), indent=2) if args.json else render_text(result, explain=args.explain))
+    return 0 if result.ok else 1
 
 
 def _progress(done: int, total: int) -> None:

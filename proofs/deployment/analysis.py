@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 
 from models import arith
 from models.deploy import ResolvedDeployment
@@ -241,7 +242,82 @@ def law_against_simulate(p: Plan, law, up_to: int) -> dict:
     return {"up_to": up_to, "mismatches": differ[:5]}
 
 
-def analyse(deployment: ResolvedDeployment, variant: Variant, prove: bool = True, verify_up_to: int = 0) -> dict:
+@dataclass
+class CheckResult:
+    """`gridproof check`'s answer for one deployment: its plan (made once), what its cache groups are,
+    the typical request, the alignment proof, the hit law, PR457's guard, and why it is not OK
+    (`why` empty: OK). `to_json` is what `--json` prints."""
+
+    plan: Plan
+    deployment: ResolvedDeployment
+    variant: str
+    groups: list[dict]
+    typical: dict
+    aligned: dict
+    hit_law: dict
+    guard: dict
+    warnings: list[str]
+    recommendations: list[dict]
+    why: list[str]
+    seconds: float
+    confirm_vllm: dict | None = None  # `--confirm-vllm`: the real vLLM's run of the deployment
+
+    @property
+    def ok(self) -> bool:
+        return not self.why
+
+    @property
+    def cadence(self) -> int:
+        return self.plan.cadence
+
+    @property
+    def split_grid(self) -> int:
+        return self.plan.split.block
+
+    def to_json(self) -> dict:
+        d = self.deployment
+        return {
+            "model": d.model.name,
+            "model_source": d.model.source,
+            "variant": self.variant,
+            "flags": d.flags.__dict__,
+            "resolved": {
+                "block_size": d.resolved.block_size,
+                "mamba_block_size": d.resolved.mamba_block_size,
+                "mamba_page_size_padded": d.resolved.mamba_page_size_padded,
+                "kernel_alignment": d.resolved.kernel_alignment,
+                "attention_page_per_token": d.config_inputs.attn_page_per_token,
+                "state_page": d.config_inputs.mamba_page,
+            },
+            "max_num_scheduled_tokens": d.geometry.deployment.max_num_scheduled_tokens,
+            # As vLLM resolves it (an MTP draft's default from the model's config); null without one.
+            "num_speculative_tokens": d.speculation.num_speculative_tokens if d.speculation else None,
+            "eagle_block_drop": self.plan.split.eagle_drop,
+            "hash_lookahead_tokens": self.plan.split.lookahead,
+            "offload": d.offload,
+            # GPU blocks per offloaded chunk as vLLM resolves them (1 without the native offload).
+            "offload_blocks_per_chunk": d.geometry.deployment.offload_blocks_per_chunk,
+            "groups": self.groups,
+            "cadence": self.cadence,
+            "split_grid": self.split_grid,
+            "typical_request": self.typical,
+            "hit_law": {k: v for k, v in self.hit_law.items() if k != "law"},
+            **({"confirm_vllm": self.confirm_vllm} if self.confirm_vllm is not None else {}),
+            "aligned": self.aligned,
+            "pr457_guarded": self.guard,
+            "warnings": self.warnings,
+            "recommendations": self.recommendations,
+            "notes": list(d.notes),
+            "ok": self.ok,
+            "why": self.why,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def analyse(deployment: ResolvedDeployment, variant: Variant, prove: bool = True, verify_up_to: int = 0) -> CheckResult:
+    """The answer for one deployment under `variant`: the alignment proved (its counterexample
+    replayed), the hit law checked (`prove`) and, with `verify_up_to`, held to simulate on every
+    length up to it."""
     started = time.perf_counter()
     geometry = deployment.geometry
     p = plan(variant, geometry)
@@ -294,27 +370,24 @@ def analyse(deployment: ResolvedDeployment, variant: Variant, prove: bool = True
             f"published checkpoints are not all on target-attention boundaries ({aligned.verdict}: cadence "
             f"{p.cadence:,} against spans {', '.join(f'{s:,}' for s in p.target_spans)}{example})"
         )
-    return {
-        "plan": p,
-        "deployment": deployment,
-        "variant": variant.name,
-        "groups": _groups(p),
-        "cadence": p.cadence,
-        "split_grid": p.split.block,
-        "typical": typical,
-        "aligned": {
+    return CheckResult(
+        plan=p,
+        deployment=deployment,
+        variant=variant.name,
+        groups=_groups(p),
+        typical=typical,
+        aligned={
             "verdict": aligned.verdict,
             "hypotheses_used": aligned.hypotheses_used,
             "counterexample": aligned.counterexample,
         },
-        "hit_law": law,
-        "guard": guard,
-        "warnings": warnings_for(deployment, p, typical, law),
-        "recommendations": recommendations(deployment, p),
-        "ok": not why,
-        "why": why,
-        "seconds": time.perf_counter() - started,
-    }
+        hit_law=law,
+        guard=guard,
+        warnings=warnings_for(deployment, p, typical, law),
+        recommendations=recommendations(deployment, p),
+        why=why,
+        seconds=time.perf_counter() - started,
+    )
 
 
-__all__ = ["analyse", "DRAFT"]
+__all__ = ["CheckResult", "analyse", "DRAFT"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from models.deploy import ServeFlags, resolve_deployment
 from models.errors import GridproofError
+from proofs.deployment.analysis import CheckResult, typical_request
 
 
 def _n(value) -> str:
@@ -19,10 +20,10 @@ def _positions(values: list[int], limit: int = 8) -> str:
     return ", ".join(shown)
 
 
-def answer_lines(r: dict) -> list[str]:
+def answer_lines(r: CheckResult) -> list[str]:
     """The deployer's answer, in plain words: what a later request is restored, from what prompt
     length on, what a typical resend recomputes, and a warning as vLLM would log it."""
-    law, typical = r["hit_law"], r["typical"]
+    law, typical = r.hit_law, r.typical
     lines = []
     if law["verdict"] == "CHECKED":
         lines += [
@@ -45,35 +46,35 @@ def answer_lines(r: dict) -> list[str]:
     gpu, offload, tokens = typical["restored_gpu"], typical["restored_offload"], typical["tokens"]
     if gpu is not None:
         sentence = f"  A typical {tokens:,}-token resend is restored {gpu:,} tokens and recomputes {tokens - gpu:,}"
-        if r["deployment"].offload and offload is not None:
+        if r.deployment.offload and offload is not None:
             sentence += f"; through native offload alone it is restored {offload:,}"
         lines.append(sentence + ".")
     if law["verdict"] == "CHECKED" and law["smallest_hit"] and law["smallest_hit"] > 1:
         lines.append(
             f"  WARNING [vllm] Prefix caching: a hybrid-model request shorter than {law['smallest_hit']:,} tokens "
-            f"never hits the prefix cache (recurrent block {r['cadence']:,}, "
-            f"hash block {r['plan'].split.hash_block:,})."
+            f"never hits the prefix cache (recurrent block {r.cadence:,}, "
+            f"hash block {r.plan.split.hash_block:,})."
         )
     return lines
 
 
-def render_text(r: dict, explain: bool = True) -> str:
-    d = r["deployment"]
-    p = r["plan"]
+def render_text(r: CheckResult, explain: bool = True) -> str:
+    d = r.deployment
+    p = r.plan
     flags, model, resolved = d.flags, d.model, d.resolved
     geometry = p.geometry
     dep = geometry.deployment
     spec = d.speculation
     lines = [
         f"gridproof check  {model.name}  TP{flags.tensor_parallel_size} DCP{flags.decode_context_parallel_size}"
-        f"  variant {r['variant']}",
+        f"  variant {r.variant}",
         *answer_lines(r),
     ]
-    lines += [f"  warning: {warning}" for warning in r["warnings"]]
-    confirmed = r.get("confirm_vllm")
+    lines += [f"  warning: {warning}" for warning in r.warnings]
+    confirmed = r.confirm_vllm
     if confirmed:
         lines.append(
-            f"  the real {r['plan'].variant.engine} scheduler, on {confirmed['cases']:,} prompt lengths: "
+            f"  the real {r.plan.variant.engine} scheduler, on {confirmed['cases']:,} prompt lengths: "
             + (
                 "agrees with the model and the law"
                 if not confirmed["disagreements"]
@@ -84,10 +85,10 @@ def render_text(r: dict, explain: bool = True) -> str:
         lines += _detail_lines(r, d, p, flags, model, resolved, dep, spec)
     else:
         lines.append("  (--explain: how this was reached; --json: all of it)")
-    if r["ok"]:
+    if r.ok:
         lines.append("OK (exit 0)")
     else:
-        lines += [f"NOT OK (exit 1): {why}" for why in r["why"]]
+        lines += [f"NOT OK (exit 1): {why}" for why in r.why]
     return "\n".join(lines)
 
 
@@ -108,18 +109,18 @@ def _detail_lines(r, d, p, flags, model, resolved, dep, spec) -> list[str]:
     ]
     lines += [f"  note: {note}" for note in d.notes]
     lines.append("  groups:")
-    for g in r["groups"]:
+    for g in r.groups:
         extra = " (EAGLE)" if g["eagle"] else ""
         lines.append(f"    {g['kind']:<17} span {g['span']:>9,}  grid {g['grid']:<12} {g['how']}{extra}")
-    typical = r["typical"]
+    typical = r.typical
     lines += [
-        f"  checkpoints: a chunk ending on a multiple of the recurrent block R = {r['cadence']:,} leaves a state "
-        f"the cache can key; the split aligns chunks to {r['split_grid']:,}",
+        f"  checkpoints: a chunk ending on a multiple of the recurrent block R = {r.cadence:,} leaves a state "
+        f"the cache can key; the split aligns chunks to {r.split_grid:,}",
         f"  typical request ({typical['tokens']:,} tokens, {typical['steps']:,} steps): checkpoints at "
         f"{_positions(typical['published'])}; the GPU prefix cache keeps recurrent states at "
         f"{_positions(typical['cached_recurrent_states'])}",
     ]
-    law = r["hit_law"]
+    law = r.hit_law
     if law["verdict"] == "CHECKED":
         lines.append(
             f"  hit(L): CHECKED (not proved) against the engine model on {law['checked_lengths']:,} lengths up to "
@@ -138,7 +139,7 @@ def _detail_lines(r, d, p, flags, model, resolved, dep, spec) -> list[str]:
                     else "agrees"
                 )
             )
-    guard = r["guard"]
+    guard = r.guard
     if guard["accepts"]:
         lines.append(
             f"  pr457-guarded's check: accepts (cadence {guard['cadence']:,} is a multiple of every target span)"
@@ -155,14 +156,14 @@ def _detail_lines(r, d, p, flags, model, resolved, dep, spec) -> list[str]:
                 f"    failing prefix: {cx['prefix_tokens']:,} tokens; its published checkpoint lies inside target "
                 f"block [{cx['target_block'][0]:,}, {cx['target_block'][1]:,}) (replayed: {cx['replayed']})"
             )
-    lines.append(f"  aligned (every published checkpoint on every target boundary): {r['aligned']['verdict']}")
+    lines.append(f"  aligned (every published checkpoint on every target boundary): {r.aligned['verdict']}")
     lines += _recommendation_lines(r)
     return lines
 
 
-def _recommendation_lines(r: dict) -> list[str]:
-    rows = r["recommendations"]
-    budget = r["plan"].geometry.deployment.max_num_scheduled_tokens
+def _recommendation_lines(r: CheckResult) -> list[str]:
+    rows = r.recommendations
+    budget = r.plan.geometry.deployment.max_num_scheduled_tokens
     fitting = [row for row in rows if row["mamba_block_size"] <= budget]
     lines = []
     if rows and not fitting:
@@ -187,52 +188,10 @@ def _retention(interval) -> str:
     return "dense" if interval is None else f"{interval:,}"
 
 
-def render_json(r: dict) -> dict:
-    d = r["deployment"]
-    law = {k: v for k, v in r["hit_law"].items() if k != "law"}
-    return {
-        "model": d.model.name,
-        "model_source": d.model.source,
-        "variant": r["variant"],
-        "flags": d.flags.__dict__,
-        "resolved": {
-            "block_size": d.resolved.block_size,
-            "mamba_block_size": d.resolved.mamba_block_size,
-            "mamba_page_size_padded": d.resolved.mamba_page_size_padded,
-            "kernel_alignment": d.resolved.kernel_alignment,
-            "attention_page_per_token": d.config_inputs.attn_page_per_token,
-            "state_page": d.config_inputs.mamba_page,
-        },
-        "max_num_scheduled_tokens": d.geometry.deployment.max_num_scheduled_tokens,
-        # As vLLM resolves it (an MTP draft's default from the model's config); null without one.
-        "num_speculative_tokens": d.speculation.num_speculative_tokens if d.speculation else None,
-        "eagle_block_drop": r["plan"].split.eagle_drop,
-        "hash_lookahead_tokens": r["plan"].split.lookahead,
-        "offload": d.offload,
-        # GPU blocks per offloaded chunk as vLLM resolves them (1 without the native offload).
-        "offload_blocks_per_chunk": d.geometry.deployment.offload_blocks_per_chunk,
-        "groups": r["groups"],
-        "cadence": r["cadence"],
-        "split_grid": r["split_grid"],
-        "typical_request": r["typical"],
-        "hit_law": law,
-        **({"confirm_vllm": r["confirm_vllm"]} if "confirm_vllm" in r else {}),
-        "aligned": r["aligned"],
-        "pr457_guarded": r["guard"],
-        "warnings": r["warnings"],
-        "recommendations": r["recommendations"],
-        "notes": list(d.notes),
-        "ok": r["ok"],
-        "why": r["why"],
-        "seconds": round(r["seconds"], 3),
-    }
-
-
 def sweep(model, flags: ServeFlags, variant, field: str, values: list[int]) -> list[dict]:
     """One row per value of one flag: the concrete model only (no proofs)."""
     from models.plan import plan
     from models.variants import PR457_GUARDED
-    from proofs.deployment.analysis import typical_request
 
     rows = []
     for value in values:
