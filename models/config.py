@@ -42,11 +42,11 @@ MLA_KERNEL_FLOOR = 128
 
 
 def resolve(variant: Variant, c: ConfigInputs) -> ResolvedConfig:
+    """`_align_hybrid_block_size` on `c` under `variant`: the block, cadence, padded page and kernel alignment."""
     kernel = arith.maximum(c.kernel_min, c.block_size)
     kernel = arith.ite(c.use_mla, arith.maximum(kernel, MLA_KERNEL_FLOOR), kernel)
     checkpoint = arith.ite(c.checkpoint_alignment == 0, 1, c.checkpoint_alignment)
     kernel = arith.ite(c.align_mode, arith.lcm(kernel, checkpoint), kernel)
-
     aligned = kernel * arith.cdiv(c.mamba_page, kernel * c.attn_page_per_token)
     aligned = c.backend_alignment * arith.cdiv(aligned, c.backend_alignment)
     block_size = arith.ite(c.block_size < aligned, aligned, c.block_size)

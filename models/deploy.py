@@ -352,6 +352,10 @@ def _read_as(key: str, value: object, read: int) -> str:
 
 
 def resolve_deployment(model: HybridModel, flags: ServeFlags, variant: Variant) -> ResolvedDeployment:
+    """The deployment `flags` describe for `model` under `variant`, as vLLM derives it: the block through
+    models.config.resolve, the scheduler inputs, the cache groups, the offload chunk and the typical request
+    (TYPICAL_PROMPT_TOKENS, within --max-model-len), with notes on what vLLM assumes or overwrites. Raises
+    DeploymentError where vLLM refuses the flags."""
     notes = []
     if flags.mamba_cache_mode not in (None, "align", "none"):
         raise DeploymentError(f"--mamba-cache-mode: vLLM 0.33.0 knows align and none, got {flags.mamba_cache_mode!r}")

@@ -185,6 +185,9 @@ def check_value(name: str, value: object, rule: str):
 
 
 def parse_geometry(data: dict, name: str, source: str = "") -> Geometry:
+    """The geometry a file's parsed TOML `data` describes, named `name` where it names none: every field
+    validated, then the groups' kinds (a target and a recurrent group at least, each flag where its kind
+    allows it). Raises GeometryError, one line naming the field, on anything else."""
     allowed = {"name", "description", "deployment", "groups", "request"}
     for key in data:
         if key not in allowed:

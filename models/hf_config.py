@@ -315,6 +315,9 @@ LAYER_CHECKPOINT_ALIGNMENT = {"mamba2": 1}
 
 
 def parse_model(config: dict, name: str, source: str = "") -> HybridModel:
+    """The hybrid model a config.json describes, read from its text_config where nested: attention, state,
+    dtype, checkpoint alignment, context length and MTP layers; `source` where the config names none. Raises
+    ModelConfigError, prefixed with `name`, for a config gridproof does not read."""
     if not isinstance(config, dict):
         raise ModelConfigError(f"{name}: expected a JSON object")
     try:

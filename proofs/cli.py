@@ -56,6 +56,10 @@ class _Version(argparse.Action):
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line `argv` (sys.argv[1:] when None) and return its exit status: the command's own, 2
+    on a GridproofError (one line on stderr), 1 when the reader of stdout went away, the signal's status on
+    Ctrl-C or SIGTERM. With `argv` None it runs as the command: it installs the interrupt handlers, guards
+    stdout, and an interrupt ends the process at once."""
     pad_heap_top()
     as_the_command = argv is None
     if as_the_command:

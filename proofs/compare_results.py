@@ -85,6 +85,8 @@ def _shown(value) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command: compare the two results named in `argv` and print the differences, or one line saying they
+    agree. Exit status 0 the same, 1 some differ, 2 bad input (one line on stderr)."""
     parser = Parser(
         prog="python3 -m proofs.compare_results",
         description="compare two `gridproof prove --json` results: verdict, hypotheses used, counterexample "

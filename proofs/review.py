@@ -69,6 +69,8 @@ def diff_section(release, source, variant: Variant) -> Section:
 
 
 def theorems_section(variant: Variant) -> Section:
+    """Section 3: the ci-tier catalogue for `variant` against the manifest, as a table, and the
+    counterexamples UNGUARDED is refuted at. OK when no entry of either run differs from the manifest."""
     from proofs.run.prove import ProveRequest, run_catalogue
 
     result, _ = run_catalogue(ProveRequest(variant=variant.name, export=False, cache=None))
@@ -99,6 +101,9 @@ def theorems_section(variant: Variant) -> Section:
 
 
 def end_to_end_section(variant: Variant, workers, per_builtin: int) -> Section:
+    """Section 4: `per_builtin` seeded cases per built-in deployment and budget, run on the real scheduler
+    carrying the project's patch for `variant` (`workers` processes) against `gridproof simulate`, with the
+    first ten disagreements. OK when some case ran and none disagrees."""
     from proofs.real_vllm import sweep
 
     total = sweep.Tally(variant.name)

@@ -108,6 +108,9 @@ def count_verdicts(verdicts) -> str:
 
 
 def bench_catalogue(tier: str, theorems: tuple[str, ...] | None) -> None:
+    """Section 1: decide the catalogue of `tier` in this process (only `theorems` with --quick) and print its
+    wall time, rlimit, entries by verdict, those not as expected and the slowest; without --quick, the command
+    `gridproof prove --tier TIER --no-cache` timed in a process of its own too."""
     if theorems is None:
         result, _ = run_catalogue(ProveRequest(tier=tier, export=False))  # as --no-cache runs it: nothing to export
         seconds_, rlimit, entries = result["seconds"], result["rlimit"], result["entries"]
@@ -215,6 +218,9 @@ def theorem_verdict(verdicts: list[str]) -> str:
 
 
 def bench_encoding(theorems: tuple[str, ...] | None, tier: str = "ci") -> None:
+    """Section 2: decide every obligation of the tier's runs not enumerated (only `theorems`' where given)
+    with the quotient/remainder witnesses and naive, and print a row per obligation, the totals and the
+    ratios; progress on stderr."""
     runs = [r for r in plan_runs(load_manifest(), None, None, tier) if theorems is None or r.theorem.name in theorems]
     runs = [r for r in runs if r.theorem.enumeration is None]  # no encoding: decided by running the engine
     rows = [("theorem / variant", "obligation", "expected", "witness", "rlimit", "s", "naive", "rlimit", "s")]
@@ -275,6 +281,9 @@ class Search:
 
 
 def race_properties(quick: bool) -> list[Property]:
+    """The race's properties: every (mutant, theorem) the manifest says refutes the mutant, sorted, and the
+    Kimi-K3 misalignment (QUICK_RACE alone with `quick`); an enumerated theorem has none, and a theorem with a
+    trace search is raced on its trace."""
     manifest = load_manifest()
     pairs: list[tuple[str, str, str]] = []  # (label, theorem, variant)
     if quick:
@@ -338,6 +347,9 @@ class _TimeUp(BaseException):
 
 
 def hypothesis_search(prop: Property, cap: float, seed: int) -> Search:
+    """Hypothesis's search for an input the property fails on (every hypothesis holding, the goal not): random
+    non-negative ints and Bools, no hint, under `seed`, for at most `cap` seconds. The Search holds whether it
+    found one, the seconds, the inputs tried and the failing input."""
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hypothesis_seed
     from hypothesis import strategies as st
@@ -552,6 +564,9 @@ def ratio(peer: Search, grid: Search, cap: float) -> tuple[float | None, str]:
 
 
 def bench_race(quick: bool, cap: float, seed: int, only: str | None) -> None:
+    """Section 3: race gridproof, Hypothesis and CrossHair on each property (those whose label, theorem or
+    variant contains `only`, where given), the peers capped at `cap` seconds; print the table, the median
+    ratios, the misses, the fastest property per mutant and the notes."""
     import crosshair
     import hypothesis
 
@@ -655,6 +670,8 @@ def bench_race(quick: bool, cap: float, seed: int, only: str | None) -> None:
 
 
 def header() -> None:
+    """Print the run's heading: the time, the commit and model sources' digest, the machine, its load, and the
+    Python and z3 versions."""
     import z3
 
     print(f"gridproof benchmark, {datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}")
@@ -673,6 +690,8 @@ def header() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command: run the sections the options leave in and print their figures, also written to the
+    --write-docs file. Exit status 0; bad options exit 2 (argparse)."""
     parser = argparse.ArgumentParser(prog="python3 -m proofs.bench.benchmark", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a smoke test: two theorems, two properties, short caps")
     parser.add_argument(

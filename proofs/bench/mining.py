@@ -52,6 +52,9 @@ def random_classes(variant_name: str, seconds: float, seed: int = 0) -> tuple[di
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command: mine the headline theorem under --variant, printing when each class is found (on stderr)
+    and the classes per minute, then random testing for as long (or --random-seconds) and the classes it
+    finds. Exit status 0."""
     parser = argparse.ArgumentParser(prog="python3 -m proofs.bench.mining", description=__doc__.splitlines()[0])
     parser.add_argument("--variant", default="baseline")
     parser.add_argument("--max", type=int, default=None, help="stop after N classes (default: all)")

@@ -71,6 +71,8 @@ SPLIT_CALL_VARS = ints("computed", "requested", "prompt", "tokens", "local_hit",
 
 
 def split_params(x: dict, block=None, eagle_spans=(), annotated=False) -> SplitParams:
+    """The split's parameters from the shared inputs `x`, `block` in place of x["block"] where given; the
+    checkpoint alignment x["align"] where the model has prefill checkpoint blocks, else 0 (none)."""
     return SplitParams(
         block=x["block"] if block is None else block,
         sched_block=x["sched_block"],

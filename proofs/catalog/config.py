@@ -63,6 +63,8 @@ def smallest_state(x: dict) -> dict[str, object]:
 
 
 def default_equivalence(variant, x):
+    """Without an explicit cadence, the variant resolves the block size, the recurrent block size and the
+    padded recurrent page as vLLM 0.33.0 (pristine, whatever patch is applied) does."""
     mine = resolve(variant, config_inputs(x))
     with pristine():  # the reference: 0.33.0 as released, not as a mutant reads it
         base = resolve(BASELINE, config_inputs(x))

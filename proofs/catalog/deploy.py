@@ -60,6 +60,8 @@ def _cases(_variant: Variant):
 
 
 def flags_resolve_to_the_file(variant: Variant, case: Case) -> Verdict:
+    """The case's flags, resolved against its model's config.json, give the plan of its geometry file: align
+    mode, the cadence, target and EAGLE spans, acceptance, offload chunk and every input of the split."""
     checks = Checks()
     flags = ServeFlags(**json.loads(case["flags"]))
     deployment = resolve_deployment(load_model(case["model"]), flags, variant)

@@ -303,6 +303,10 @@ def _condensed_cases(_variant: Variant):
 
 
 def condensed_spells_explicit(variant: Variant, case: Case) -> Verdict:
+    """The prefill condensed as soon as it repeats spells out the explicit trace (chunks, steps, stall and
+    views), is condensed exactly when the explicit run repeats within the prompt, with as many repetitions as
+    fit, and keeps its condense_beyond threshold; condensed beyond LATE_CONDENSING steps it spells out the
+    explicit trace too."""
     checks = Checks()
     slow = _trace(variant, case)
     late = _trace(variant, case, condense_beyond=LATE_CONDENSING)

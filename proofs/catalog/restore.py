@@ -308,6 +308,9 @@ def _hit(cached: CachedPrefix, shared: int, new: int, checks: Checks) -> int | N
 
 
 def gpu_restore_safe_complete(variant: Variant, case: Case) -> Verdict:
+    """Every later request's GPU restore after the case's prefill is 0 or a state every recurrent group holds
+    keyed there, on the hit alignment and within each of its bounds (_restorable_bounds). Exercised when some
+    restore is positive."""
     checks = Checks()
     p, _, cached = _cached(variant, case)
     if cached is None:
@@ -359,6 +362,8 @@ def _first(positions, n: int = 6) -> str:
 
 
 def gpu_restore_holds_its_state(variant: Variant, case: Case) -> Verdict:
+    """Every positive GPU restore h after the case's prefill is the state after h tokens: its key is not
+    stale, and a chunk of the prefill ends at h or exports a checkpoint there."""
     checks = Checks()
     p, trace, cached = _cached(variant, case)
     if cached is None:
@@ -470,6 +475,8 @@ def _offload_unsafe(checks: Checks, p: Plan, cached: CachedPrefix, groups, share
 
 
 def offload_restore_holds_its_state(variant: Variant, case: Case) -> Verdict:
+    """Every positive offload load h after the case's prefill lies on every recurrent group's chunk grid and
+    is a state the GPU cache offered the connector. Vacuous where the connector's setting is not modelled."""
     checks = Checks()
     p, cached, groups = _offload_setting(checks, variant, case)
     if groups is None:
@@ -545,6 +552,8 @@ def _cache_figures(p: Plan, trace, prompt: int) -> dict:
 
 
 def cache_condensed_is_explicit(variant: Variant, case: Case) -> Verdict:
+    """The cache's keys and every later request's restores, read off the case's prefill condensed as soon as
+    it repeats, are those read off the same prefill run step by step. Exercised when the run condenses."""
     checks = Checks()
     g = _geometry(case["geometry"])
     retention = None if case["retention"] == DENSE else case["retention"]

@@ -99,6 +99,8 @@ def outside_prefill(variant, x):
 
 
 def zero_exactly_when(variant, x):
+    """In prefill, the split returns 0 exactly when nothing is requested or the chunk stalls: non-final, its
+    end rounded down to the block not past its start, and the block within the prefill budget."""
     p, call, r = _one_call(variant, x)
     end = call.start + call.requested
     stuck = arith.all_of(

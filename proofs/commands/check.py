@@ -130,6 +130,7 @@ def _sweep(text: str) -> tuple[str, list[int]]:
 
 
 def add_parser(sub) -> None:
+    """Register `check`: --model, vLLM's serve flags, --vllm-version or --variant, and the output options."""
     parser = sub.add_parser(
         "check",
         help="check a deployment given in vLLM's own flags: grids, published checkpoints, the proved hit law",
@@ -228,6 +229,9 @@ def flags_from(args: argparse.Namespace) -> ServeFlags:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Answer for the deployment the flags give, or tabulate --sweep, as text or JSON; write what
+    --emit-geometry, --emit-vllm-test and --plot ask for. Exit status 0 aligned (with --sweep, every row), 1
+    not aligned, prefix caching off or the real scheduler disagreeing; bad input raises (exit 2)."""
     from proofs.deployment.analysis import analyse
     from proofs.deployment.rendering import render_sweep, render_text, sweep
 

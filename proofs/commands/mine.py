@@ -49,6 +49,7 @@ def default_out() -> Path:
 
 
 def add_parser(sub) -> None:
+    """Register `mine THEOREM`: --variant, --max, --view, --out, --format, --rlimit, --ladder, --geometry."""
     parser = sub.add_parser(
         "mine", help="enumerate distinct, minimal counterexamples and write them as regression cases"
     )
@@ -156,6 +157,9 @@ def command_line(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Mine the theorem's counterexample classes (or record the case --geometry describes), replay each,
+    through the real vLLM unless --no-vllm, write each into --out as a regression case, and print them in
+    --format; errors on stderr. Exit status 1 on any error, else 0; bad input raises a UsageError (exit 2)."""
     if args.budget and not args.geometry:
         raise UsageError("--budget: only with --geometry")
     out = args.out or default_out()

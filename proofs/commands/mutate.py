@@ -38,6 +38,7 @@ def _percent(text: str) -> float:
 
 
 def add_parser(sub) -> None:
+    """Register `mutate`: the mutants' selection, --jobs, --timeout, --reference, --fail-under, --list."""
     mutate = sub.add_parser(
         "mutate",
         help="apply mutation operators to models/, run the catalogue on each mutant, report the mutation score",
@@ -82,7 +83,9 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-
+    """Generate the selected mutants and list them (--list) or run the catalogue on each, printing the result
+    as text or JSON; progress on stderr. Exit status 1 when the score is below --fail-under or there is none,
+    else 0; a --function or --mutant that selects nothing raises a UsageError (exit 2)."""
     modules = tuple(args.module or DEFAULT_MODULES)
     mutants = generate(modules, tuple(args.operator or OPERATORS))
     if args.function is not None:
@@ -142,6 +145,8 @@ def _progress(line: str) -> None:
 
 
 def render(results, figures: dict, sources: source_comparisons.SourceComparisons, reference: str) -> str:
+    """The run as text: each gap with its reason, the counts per operator, and a closing line with the kills
+    by kind, the equivalent mutants, gaps, score and seconds."""
     lines = []
     gaps = [r for r in results if r.status == GAP]
     if gaps:

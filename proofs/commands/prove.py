@@ -21,6 +21,7 @@ from proofs.engine.solver import DEFAULT_RLIMIT
 
 
 def add_parser(sub) -> None:
+    """Register `prove`: the selection, --rlimit, --seed(s), --jobs, outputs, --against, --confirm, cache."""
     parser = sub.add_parser("prove", help="decide the theorem catalogue and compare with the manifest")
     parser.add_argument(
         "--variant",
@@ -115,6 +116,9 @@ def cache_directory(args: argparse.Namespace) -> tuple[Path | None, bool]:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Decide the selection and write its evidence (proofs/report/evidence.py). Exit status 1 on a failing
+    entry or none at all, a seed's flip, a regression against --against or a --confirm disagreement, else 0;
+    --verify-cache with --no-cache raises a UsageError (exit 2)."""
     from proofs.report.evidence import ReportRequest, prove_with_evidence
     from proofs.run.prove import ProveRequest
 

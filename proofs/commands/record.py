@@ -11,6 +11,7 @@ RECORD_NAMES = ("edges", "needed", "inputs-read", "counterexamples", "domains")
 
 
 def add_parser(sub) -> None:
+    """Register `record`: --theorem NAME and --only RECORD, each repeatable."""
     parser = sub.add_parser(
         "record",
         help="write the records of proofs/recorded/ again (domain edges, needed hypotheses, inputs read, "
@@ -33,6 +34,9 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Write the records asked for again (all by default), for the theorems named or every one, and print each
+    record's path; progress on stderr. Exit status 0, or 1 when writing fails (one line on stderr); an unknown
+    theorem raises a GridproofError (exit 2)."""
     from models.errors import GridproofError, did_you_mean
     from proofs.catalog import CATALOGUE
     from proofs.run.recording import RECORDS, record

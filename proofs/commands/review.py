@@ -16,6 +16,7 @@ def _per_builtin(text: str) -> int:
 
 
 def add_parser(sub) -> None:
+    """Register `review`: --vllm PATH or --patch NAME|FILE, --variant, --out DIR, --cases-per-deployment."""
     parser = sub.add_parser(
         "review",
         help="the review evidence for a change to vLLM's hybrid caching: source, diff, theorems, the real "
@@ -51,6 +52,9 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run every section of the review on the tree or patch given, write review.md, review.html and
+    review.json into --out, and print each section's verdict. Exit status 0 when every section is ok, else 1;
+    an unusable --out, or --vllm without --variant, raises a GridproofError (exit 2)."""
     from pathlib import Path
 
     from models.errors import GridproofError

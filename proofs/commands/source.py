@@ -21,6 +21,7 @@ def _seconds(text: str) -> float:
 
 
 def add_parser(sub) -> None:
+    """Register `source`: --vllm, --vllm-version or --diff A B, --variant, --patch, --function, budgets."""
     parser = sub.add_parser(
         "source", help="prove the shipped vLLM functions equivalent to the model (or diff two releases)"
     )
@@ -73,6 +74,9 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """With --diff, each function of A against B's; else the source given (patched with --patch) against the
+    variant's model, with the split theorems unless --no-theorems; printed as text or JSON. Exit status 0 when
+    every function is decided (--diff) or all PROVED, else 1."""
     from models.variants import RELEASES
     from proofs.source import budget, report
     from proofs.source.patches import patched_source, spec_source

@@ -170,6 +170,9 @@ def recommendations(deployment: ResolvedDeployment, p: Plan, count: int = 4) -> 
 
 
 def warnings_for(deployment: ResolvedDeployment, p: Plan, typical: dict, law: dict) -> list[str]:
+    """What a deployer should be warned of, one sentence each: a cadence or target span over --max-model-len,
+    no prompt length that hits, stale recurrent keys or a failing lookup in the typical request, EAGLE's
+    dropped block, offload restoring less than the GPU cache, a stalled prefill."""
     found = []
     limit = deployment.max_model_len
     widest = max(p.target_spans)
@@ -275,6 +278,9 @@ class CheckResult:
         return self.plan.split.block
 
     def to_json(self) -> dict:
+        """The result as `check --json` prints it: the model, flags and resolved sizes, the groups and grids,
+        the typical request, the hit law (without its function), the guard, warnings, recommendations and
+        verdict."""
         d = self.deployment
         return {
             "model": d.model.name,

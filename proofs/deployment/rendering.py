@@ -59,6 +59,9 @@ def answer_lines(r: CheckResult) -> list[str]:
 
 
 def render_text(r: CheckResult, explain: bool = True) -> str:
+    """`check`'s answer as text: the headline, the deployer's answer and warnings, the real scheduler's
+    confirmation where asked, how it was reached (with `explain`), and the OK or NOT OK line with its exit
+    status."""
     d = r.deployment
     p = r.plan
     flags, model, resolved = d.flags, d.model, d.resolved
@@ -219,6 +222,8 @@ def sweep(model, flags: ServeFlags, variant, field: str, values: list[int]) -> l
 
 
 def render_sweep(field: str, rows: list[dict]) -> str:
+    """`--sweep`'s table for the flag `field`: one line per row with the block, cadence, checkpoints published
+    per 100k tokens, restores, the guard's verdict and alignment, or the row's error."""
     flag = "--" + field.replace("_", "-")
     lines = [
         f"{flag:>26} {'block':>7} {'cadence':>8} {'published/100k':>14} {'GPU restore':>11} "

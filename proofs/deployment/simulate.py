@@ -160,6 +160,9 @@ def _steps_json(trace: Trace) -> list[dict]:
 
 
 def render_text(result: dict) -> str:
+    """`simulate`'s result as text: the setting, a line per step (a condensed repeat as one line), a stall,
+    the published and private states, what the GPU prefix cache keeps (stale keys warned of), and what a later
+    identical request restores from the GPU and from offload alone."""
     rows = [step for step in result["steps"] if "repeat" not in step]
     width = max([9, *(len(f"{row[key]:,}") for row in rows for key in ("start", "end"))])
     step_width = max([4, *(len(f"{row['step']:,}") for row in rows)])

@@ -95,6 +95,9 @@ class Decision:
 
 
 def decide_enumeration(enumeration: Enumeration, variant: Variant) -> Decision:
+    """Run `enumeration.check` on every case of the domain for `variant`: REFUTED at the first failing case,
+    ERROR when its failure does not reproduce, VACUOUS when no case was exercised, else PROVED with the checks
+    counted."""
     started = time.perf_counter()
     cases = exercised = 0
     checks: Counter[str] = Counter()
@@ -221,6 +224,8 @@ def certificate(entry) -> dict:
 
 
 def write_certificates(entries, directory: Path) -> list[Path]:
+    """Write a certificate per enumerated entry into `directory`, as THEOREM--VARIANT.json and .txt (the
+    domain, cases, checks made, any failing case and how to decide it again); the paths written."""
     from proofs.runtime import atomic
 
     written = []

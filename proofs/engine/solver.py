@@ -187,6 +187,10 @@ class _Decision(Problem):
     hypotheses used) and then the cover goals."""
 
     def decide(self) -> Outcome:
+        """Decide the obligation: REFUTED at a recorded input that replays or at the probe's counterexample
+        (with probe_only, UNKNOWN where the probe finds none); else case by case over `case_split`, the first
+        case not PROVED returned; VACUOUS when the hypotheses exclude every case; then the cover goals; else
+        PROVED with the hypotheses used and left unconfirmed, and the inputs read."""
         case_split, refute_first = tuple(self.options.case_split), self.options.refute_first
         known_needed = set(self.options.known_needed)
         booleans = {v.name for v in self.variables if v.kind is Kind.BOOL}

@@ -116,6 +116,8 @@ def functions_of(module: str) -> list[str]:
 
 
 def mutants_of(module: str, function: str, operators: tuple[str, ...] = OPERATORS) -> list[Mutant]:
+    """Every mutant the `operators` make of `function` in `module`, each patched source once, numbered per
+    operator. Raises PatchError when a patched source does not parse to the mutated tree."""
     text = function_source(module, function).text
     tree = ast.parse(text)
     definition = tree.body[0]

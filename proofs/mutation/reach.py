@@ -122,6 +122,8 @@ def capture(functions: Iterable[tuple[str, str]], theorems: dict[str, list[str]]
     seen: set[tuple[str, str, str]] = set()
 
     def record(name: str, frame) -> None:
+        """The profiler's hook: record that the current theorem reads `name`, and keep the call's argument
+        shapes, unless all fixed, up to SHAPES_PER_VARIANT per variant (a function past that is truncated)."""
         reach.theorems.setdefault(name, set()).add(current[0])
         code = frame.f_code
         if code.co_flags & (inspect_varargs | inspect_varkeywords):

@@ -313,6 +313,9 @@ def _verdict_line(result: Result) -> str:
 
 
 def summary(results: list[Result], seconds: float) -> dict:
+    """The run's totals as a dict: mutants generated, killed (in all, by a reference theorem, by a source
+    comparison, by an error), equivalent and gaps, the score (percent killed of the non-equivalent, None when
+    all are), the seconds, and the counts per operator."""
     generated = len(results)
     killed = [r for r in results if r.status == KILLED]
     equivalent = sum(r.status == EQUIVALENT for r in results)

@@ -123,6 +123,8 @@ class RealConfig:
         return type(f"StubTritonBackend{index}", (self._triton,), methods)
 
     def vllm_config(self, s: ConfigScenario, model_config=None, cache_config=None) -> SimpleNamespace:
+        """A stub VllmConfig for scenario `s`: an attention layer per backend and a Mamba layer per checkpoint
+        alignment in the static forward context, and the cache and model configs `s` states unless given."""
         dtype = getattr(self._torch, s.dtype)
         layers = {}
         for i, backend in enumerate(s.backends):

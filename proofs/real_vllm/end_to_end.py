@@ -211,6 +211,10 @@ class RealCases:
         self._checked.add(variant.name)
 
     def observe(self, case: Case, variant: Variant = BASELINE) -> Observation:
+        """The real scheduler's answer for `case`: the prompt's chunk ends and keyed positions, the later
+        request's hit (STALLED where the prefill never ends, "IndexError" where vLLM's lookup fails) and,
+        where asks_offload, the offload restore. A geometry the patched guard refuses is an Observation
+        rejected; a vLLM in this process without the variant's patch raises VariantEngineMismatch."""
         engine = self._engine
         self._check_engine(variant)
         setting = engine.EngineSetting.of(case.deployment, case.budget, variant)
@@ -392,6 +396,9 @@ def cases_for(
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command: one case, compared under --variant, printed as JSON (the model's observation, the real
+    scheduler's and their differences). Exit status 0 when they agree, 1 when they differ, 2 on a
+    GridproofError (one line on stderr)."""
     import argparse
     import json
 

@@ -133,6 +133,9 @@ class EngineSetting:
 
     @classmethod
     def of(cls, geometry: Geometry, budget: int, variant: Variant = BASELINE) -> EngineSetting:
+        """The setting of `geometry` at `budget` under `variant`: a GroupSetting per cache group (recurrent
+        ones at the variant's cadence, never DCP-sharded), the deployment's scheduler and hashing inputs, and
+        its explicit --mamba-block-size only where the variant keeps it."""
         resolved = plan(variant, geometry)
         d = geometry.deployment
         groups = []
@@ -279,6 +282,9 @@ class RealEngine:
         speculative_blocks = speculative.num_speculative_tokens if speculative is not None else 0
 
         def spec(group: GroupSetting):
+            """The KV cache spec of one group: a MambaSpec in align mode at its block, declaring the
+            deployment's prefill checkpoint alignment, or a FullAttentionSpec with its DCP sharding, marked a
+            draft for a drafter's group."""
             if group.kind == RECURRENT:
                 alignment = s.prefill_checkpoint_alignment
                 return MambaSpec(
@@ -736,6 +742,8 @@ def observe(geometry: Geometry, budget: int, prompt: int, offload: bool) -> dict
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command: one case's observations on the real engine, printed as JSON; the budget and prompt default
+    to the geometry's. Exit status 0, or 2 on a GridproofError (one line on stderr)."""
     parser = argparse.ArgumentParser(prog="python3 -m proofs.real_vllm.engine", description=__doc__.split("\n")[0])
     parser.add_argument("geometry", help="a geometry file or built-in name")
     parser.add_argument("--budget", type=int, help="max_num_scheduled_tokens (default: the geometry's)")

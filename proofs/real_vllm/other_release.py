@@ -340,6 +340,9 @@ def run(version: str, sweep: bool = False, seed: int = 0, only: str | None = Non
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command (see above): the comparison against release `version`, each disagreement printed with the
+    commands that reproduce it, then the tally; with the hidden --inside, the side run in the release's venv.
+    Exit status 0 when every case agrees, 1 otherwise, 2 on a GridproofError (one line on stderr)."""
     parser = argparse.ArgumentParser(
         prog="python3 -m proofs.real_vllm.other_release", description=__doc__.split("\n")[0]
     )

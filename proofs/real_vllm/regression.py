@@ -377,6 +377,9 @@ def _positive(text: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command: the table for each --variant (default baseline and pr457-guarded), --retention and
+    --prompt-tokens, printed with its summary, or as JSON with --json; progress on stderr. Exit status 1 when
+    the model and the real engine disagree on some row, 2 on a GridproofError (one line on stderr), else 0."""
     parser = argparse.ArgumentParser(prog="python3 -m proofs.real_vllm.regression", description=__doc__.split("\n")[0])
     parser.add_argument(
         "--variant", action="append", choices=list(VARIANTS), help="repeatable (default: baseline and pr457-guarded)"

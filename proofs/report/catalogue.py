@@ -87,6 +87,8 @@ def _theorem_section(theorem: Theorem, expectation: Expectation) -> list[str]:
 
 
 def render() -> str:
+    """The page: a section per subject, in catalogue order, each theorem's with its obligations, hypotheses,
+    expected verdicts and mutants, or a line saying it is not in the manifest."""
     manifest = load_manifest()
     lines = [
         "# The theorem catalogue",
@@ -109,6 +111,8 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command: --write writes the page, --check exits 1 with a line on stderr when the checked-in page is
+    stale, and neither prints it to stdout. Exit status 0 otherwise."""
     parser = argparse.ArgumentParser(prog="python3 -m proofs.report.catalogue", description=__doc__.splitlines()[0])
     action = parser.add_mutually_exclusive_group()
     action.add_argument("--write", action="store_true", help=f"write {PAGE.name} under docs/")

@@ -47,6 +47,9 @@ class BaselineError(ReportError):
 
 
 def compare(old: dict, new: dict, rlimit_growth: float = 50.0, old_name: str = "the old result") -> Diff:
+    """The regressions of `new` since `old` as tagged lines, with notes (entries outside the selection, a
+    changed model hash or z3 version). Raises BaselineError when `old`'s selection does not cover `new`'s
+    entries; `rlimit_growth` is the RLIMIT threshold in percent."""
     diff = Diff()
     before = {key(e): e for e in old["entries"]}
     uncovered = [e for e in new["entries"] if key(e) not in before and not selects(old.get("selection"), e)]

@@ -246,6 +246,9 @@ def _theorem(theorem: str, group: list[dict], figures: _Figures | None = None) -
 
 
 def render_html(result: dict, deployments: bool = True) -> str:
+    """The result as one self-contained HTML page: the headline banner and facts, failing entries, changes
+    against a previous run, the verdict table, the deployments' drawings (unless `deployments` is False), a
+    section per theorem with its counterexamples drawn, and the seeds' table where the result has one."""
     entries = result["entries"]
     good = bool(entries) and all(is_ok(e) for e in entries)
     parts = [

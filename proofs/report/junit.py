@@ -30,6 +30,8 @@ def _text(entry: dict) -> str:
 
 
 def render_junit(result: dict) -> str:
+    """The result as JUnit XML: one suite for the run, with its z3 version, model hash, rlimit and headline as
+    properties, and a test case per entry, failing (typed by its verdict) where the entry is not ok."""
     entries = result["entries"]
     failures = sum(not is_ok(e) for e in entries)
     seconds = f"{float(result['seconds']):.3f}"

@@ -168,6 +168,9 @@ def format_value(value: object) -> str:
 
 
 def render_theorem(theorem: str, group: list[dict]) -> list[str]:
+    """One theorem's section of the full report, as lines: its facts and statement, a row per variant, the
+    hypotheses each real variant's proof used, ablations and conjuncts refuted alone, counterexamples or
+    reasons, and the commands that reproduce each entry."""
     first = group[0]
     lines = [f"### `{theorem}`", ""]
     facts = [f"subject {first.get('subject') or '?'}", f"tier {first.get('tier') or '?'}"]
@@ -260,6 +263,9 @@ def render_deployments() -> list[str]:
 
 
 def render_report(result: dict) -> str:
+    """The full report of a `prove` result: its facts, the verdict table, the failing entries, the changes
+    against a previous run and the seeds' table where the result has them, the built-in deployments, and a
+    section per theorem."""
     lines = [
         "# gridproof: proof report",
         "",

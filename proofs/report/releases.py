@@ -72,6 +72,8 @@ def page(current: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command: --write writes the page with its table generated again (exit 0); --check exits 1, with a
+    line on stderr, when the checked-in page differs from it, else 0."""
     parser = argparse.ArgumentParser(prog="python3 -m proofs.report.releases", description=__doc__.split("\n")[0])
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--write", action="store_true", help=f"write {PAGE.name}")

@@ -47,6 +47,8 @@ def _kind_level(entry: dict) -> tuple[str, str]:
 
 
 def render_sarif(result: dict) -> str:
+    """The result as a SARIF 2.1.0 log: a rule per theorem and a result per entry, located at its formula's
+    source line where known; the invocation's exit code is 1 when some entry is not ok."""
     groups = by_theorem(result["entries"])
     rules = []
     index = {}

@@ -52,6 +52,8 @@ def brittleness(base: list[dict], seeded: dict[int, list[dict]]) -> dict:
 
 
 def render_brittleness(report: dict) -> str:
+    """The brittleness report as text: its summary, a table of each entry's verdicts (FLIP where they differ),
+    rlimit range and coefficient of variation, and the flip lines."""
     lines = [f"seeds: {report['summary']}"]
     header = ("theorem", "variant", "verdicts", "rlimit min", "rlimit max", "CV")
     table = [header]

@@ -87,6 +87,8 @@ def header(entry, obligation: str, query: Query, name: str) -> str:
 
 
 def write_smt2(entries, directory: Path) -> list[Path]:
+    """Write into `directory` every query of `entries`, each with its header, the Z3 options' header files
+    they share and a validity query per lemma family; the paths written."""
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     options: dict[str, str] = {}

@@ -214,6 +214,9 @@ def _recorded(record, theorem: str) -> str:
 
 
 def entry_key(theorem: Theorem, variant_name: str, expected: str, rlimit: int, tier: str, seed: int | None) -> str:
+    """An entry's key: sha256 over what its decision reads (the format, z3 and Python versions, the
+    procedure's sources, the data files, the request, the theorem's parts and its share of the records, its
+    claims' query texts), and the code of the engine model for an enumerated theorem."""
     obligations = [*theorem.obligations, *([theorem.trace_search] if theorem.trace_search else [])]
     request = Request(theorem.name, variant_name, expected, rlimit, tier, seed)
     parts = [

@@ -355,6 +355,9 @@ class _Twins:
             self.decided.append((entry, before, rlimit))
 
     def find(self, variant: str, expected: str, rlimit: int) -> tuple[Entry, list[str]] | None:
+        """The decided entry `variant` is a twin of, with the variants decided up to it; None for a mutant or
+        where none is. A twin expects `expected` under `rlimit` and reads the same choices or, unless a
+        refutation is expected, poses the same queries (claim_key)."""
         if variant.startswith("mutant:"):
             return None
         alike = [(e, before) for e, before, r in self.decided if (e.expected, r) == (expected, rlimit)]

@@ -96,6 +96,8 @@ class ReportError(GridproofError):
 
 
 def load_result(path: str | Path) -> dict:
+    """The result written at `path`, parsed, its shape checked and its strings checked to be text a report can
+    write. Raises ReportError, naming the file, for anything else."""
     path = Path(path)
     text = read_user_text(path, "a result written by `gridproof prove --json`")
     try:

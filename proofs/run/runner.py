@@ -73,6 +73,9 @@ class Expectation:
 
 
 def load_manifest(path: Path = MANIFEST) -> dict[str, Expectation]:
+    """The manifest at `path`: each theorem's Expectation, its `kills` expected REFUTED as mutant:NAME. Raises
+    ManifestError for a theorem missing or not in the catalogue, an unknown mutant or verdict, a theorem
+    nothing refutes without an unkilled_reason, or a bad rlimit or slow list."""
     data = _parsed(path.read_text(encoding="utf-8"))
     result = {}
     for name, entry in data.get("theorems", {}).items():

@@ -125,6 +125,9 @@ def _path(header: str) -> str | None:
 
 
 def apply(files: list[FilePatch], root: Path, label: str) -> None:
+    """Apply the parsed diff to the tree at `root`, in place: each hunk's old lines at its stated line
+    (shifted by the hunks before) or within OFFSET_LINES of it, files created, rewritten or deleted. A file
+    missing or already there, or a hunk that does not apply, raises SourceError naming `label`."""
     for f in files:
         target = root / (f.new or f.old)
         text = (root / f.old).read_text() if f.old is not None and (root / f.old).is_file() else None

@@ -137,6 +137,8 @@ class _Feasibility:
         return self._literals[key][1]
 
     def feasible(self, path: list[z3.BoolRef], condition: z3.BoolRef) -> z3.CheckSatResult:
+        """z3.sat, z3.unsat or z3.unknown: whether `condition` can hold on `path` under the assumptions. A
+        fresh solver decides it; without lemmas, its unknown goes to the solver kept for the exploration."""
         simplified = z3.simplify(condition)
         if z3.is_false(simplified):
             return z3.unsat
@@ -198,6 +200,10 @@ class _Oracle:
         return frame.f_code.co_filename, frame.f_lineno
 
     def decide(self, condition: z3.BoolRef, kind: str) -> bool:
+        """The outcome of the next branch: the forced prefix's choice while it lasts, else True where both are
+        feasible (the prefix with False left pending), else the feasible one; a fresh branch is recorded with
+        its site. Neither feasible raises Unreachable inside `assuming`, else the path is dropped as
+        infeasible."""
         k = len(self.taken)
         if k < len(self.forced):
             choice = self.forced[k]

@@ -32,6 +32,9 @@ def is_release(text: str) -> bool:
 
 
 def source_for(path: str | None = None, version: str | None = None, download: bool = True) -> VllmSource:
+    """The vLLM source at `path`; else the installed vLLM when `version` is None or matches it; else that
+    release's wheel from the cache, downloaded when absent unless `download` is False. SourceError when no
+    vLLM is installed, `version` is not a release, or the wheel is neither cached nor downloaded."""
     if path is not None:
         return VllmSource.from_path(path)
     installed = VllmSource.installed()

@@ -168,6 +168,8 @@ def _plain(value):
 
 
 def render_text(result: dict) -> str:
+    """The run's result (check's or diff's) as text: a line per function with its paths, scope, counterexample
+    and crash sites, the split theorems where run, and a closing verdict."""
     variant = result.get("variant", BASELINE.name)
     if "a" in result:
         lines = [f"{result['a']}  against  {result['b']} (stand-ins of {variant})"]
