@@ -105,31 +105,7 @@ def run_catalogue(request: ProveRequest) -> tuple[dict, list[Entry]]:
             f"[{finished}/{len(runs)}] {entry.theorem} / {entry.variant}: {entry.verdict} in {entry.seconds:.1f} s"
         )
 
-    # One task per theorem: its variants and mutants often pose identical
-    # queries, answered once within the task (solver.shared_queries).
-    groups: dict[str, list[int]] = {}
-    for i, run in enumerate(runs):
-        groups.setdefault(run.theorem.name, []).append(i)
-    tasks = [
-        TheoremTask(
-            name,
-            [
-                Request(
-                    name,
-                    runs[i].variant,
-                    runs[i].expected,
-                    request.rlimit or runs[i].rlimit,
-                    runs[i].tier,
-                    request.seed,
-                )
-                for i in members
-            ],
-            use,
-            request.export or use is not None,
-        )
-        for name, members in groups.items()
-    ]
-    indexes = list(groups.values())
+    tasks, indexes = _theorem_tasks(runs, request, use)
     jobs = max(1, min(request.jobs or os.cpu_count() or 1, len(tasks) or 1))
     if jobs == 1:
         for members, task in zip(indexes, tasks, strict=True):
@@ -161,12 +137,41 @@ def run_catalogue(request: ProveRequest) -> tuple[dict, list[Entry]]:
         result["cache"] = {
             "directory": str(use.directory),
             "reused": sum(e.cached for e in entries),
-            "rejected": counts["rejected"],
-            "verified": counts["verified"],
+            **counts,
             "writable": use.writable,
             "notes": noted,
         }
     return result, entries
+
+
+def _theorem_tasks(
+    runs: list, request: ProveRequest, use: CacheUse | None
+) -> tuple[list[TheoremTask], list[list[int]]]:
+    """One task per theorem (its variants and mutants often pose identical queries, answered once
+    within the task: solver.shared_queries), and the indexes of `runs` each task's entries fill."""
+    groups: dict[str, list[int]] = {}
+    for i, run in enumerate(runs):
+        groups.setdefault(run.theorem.name, []).append(i)
+    tasks = [
+        TheoremTask(
+            name,
+            [
+                Request(
+                    name,
+                    runs[i].variant,
+                    runs[i].expected,
+                    request.rlimit or runs[i].rlimit,
+                    runs[i].tier,
+                    request.seed,
+                )
+                for i in members
+            ],
+            use,
+            request.export or use is not None,
+        )
+        for name, members in groups.items()
+    ]
+    return tasks, list(groups.values())
 
 
 @dataclass(frozen=True)
