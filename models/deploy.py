@@ -357,32 +357,11 @@ def resolve_deployment(model: HybridModel, flags: ServeFlags, variant: Variant) 
     (TYPICAL_PROMPT_TOKENS, within --max-model-len), with notes on what vLLM assumes or overwrites. Raises
     DeploymentError where vLLM refuses the flags."""
     notes = []
-    if flags.mamba_cache_mode not in (None, "align", "none"):
-        raise DeploymentError(f"--mamba-cache-mode: vLLM 0.33.0 knows align and none, got {flags.mamba_cache_mode!r}")
+    _refuse_what_vllm_refuses(flags)
     tp, dcp = flags.tensor_parallel_size, flags.decode_context_parallel_size
-    if tp % dcp:
-        raise DeploymentError(f"--decode-context-parallel-size {dcp} must divide --tensor-parallel-size {tp}")
-    if flags.mamba_block_size is not None and not flags.enable_prefix_caching:
-        # VllmConfig.validate_mamba_block_size
-        raise DeploymentError("--mamba-block-size needs prefix caching (vLLM refuses it with prefix caching off)")
     align = flags.enable_prefix_caching and flags.mamba_cache_mode != "none"
     spec = speculation(flags.speculative_config, model.mtp, variant)
-    num_spec = spec.num_speculative_tokens if spec else 0
-    kernel_min, _ = model.kernel_block()
-    page_per_token = model.attention_page_per_token(tp, flags.kv_cache_dtype)
-    inputs = ConfigInputs(
-        block_size=flags.block_size or start_block(variant, kernel_min),
-        mamba_block_size=flags.mamba_block_size or 0,
-        mamba_page_size_padded=0,
-        attn_page_per_token=page_per_token,
-        mamba_page=model.state_page(tp, num_spec, flags.mamba_ssm_cache_dtype),
-        kernel_min=kernel_min,
-        backend_alignment=kernel_min,
-        use_mla=model.use_mla,
-        align_mode=align,
-        checkpoint_alignment=0,
-        explicit_mamba_block_size=flags.mamba_block_size is not None,
-    )
+    inputs = _config_inputs(model, flags, variant, spec.num_speculative_tokens if spec else 0, align)
     resolved = resolve(variant, inputs)
     block = resolved.block_size
     if flags.mamba_block_size is not None and align and resolved.mamba_block_size != flags.mamba_block_size:
@@ -410,7 +389,6 @@ def resolve_deployment(model: HybridModel, flags: ServeFlags, variant: Variant) 
         notes.append(offload.read_as)
     if offload.unusable:
         raise DeploymentError(offload.unusable)
-    prompt = TYPICAL_PROMPT_TOKENS if max_model_len is None else min(TYPICAL_PROMPT_TOKENS, max_model_len - 1)
     deployment = Deployment(
         dcp_size=dcp,
         block_size=block,
@@ -432,7 +410,7 @@ def resolve_deployment(model: HybridModel, flags: ServeFlags, variant: Variant) 
         description=f"{model.name} from vLLM flags",
         deployment=deployment,
         groups=tuple(groups),
-        request=Request(prompt_tokens=max(prompt, 1)),
+        request=Request(prompt_tokens=typical_prompt_tokens(max_model_len)),
         source=model.source,
     )
     return ResolvedDeployment(
@@ -446,6 +424,46 @@ def resolve_deployment(model: HybridModel, flags: ServeFlags, variant: Variant) 
         max_model_len=max_model_len,
         notes=tuple(notes),
     )
+
+
+def _refuse_what_vllm_refuses(flags: ServeFlags) -> None:
+    """DeploymentError for flags vLLM refuses before it sizes anything."""
+    if flags.mamba_cache_mode not in (None, "align", "none"):
+        raise DeploymentError(f"--mamba-cache-mode: vLLM 0.33.0 knows align and none, got {flags.mamba_cache_mode!r}")
+    tp, dcp = flags.tensor_parallel_size, flags.decode_context_parallel_size
+    if tp % dcp:
+        raise DeploymentError(f"--decode-context-parallel-size {dcp} must divide --tensor-parallel-size {tp}")
+    if flags.mamba_block_size is not None and not flags.enable_prefix_caching:
+        # VllmConfig.validate_mamba_block_size
+        raise DeploymentError("--mamba-block-size needs prefix caching (vLLM refuses it with prefix caching off)")
+
+
+def _config_inputs(model: HybridModel, flags: ServeFlags, variant: Variant, num_spec: int, align: bool) -> ConfigInputs:
+    """What `_align_hybrid_block_size` reads for `model` under `flags`: the block asked for (or the one the
+    backend prefers), the attention page per token under --kv-cache-dtype, the recurrent state page with
+    `num_spec` speculative tokens, and the kernel's smallest block."""
+    tp = flags.tensor_parallel_size
+    kernel_min, _ = model.kernel_block()
+    page_per_token = model.attention_page_per_token(tp, flags.kv_cache_dtype)
+    return ConfigInputs(
+        block_size=flags.block_size or start_block(variant, kernel_min),
+        mamba_block_size=flags.mamba_block_size or 0,
+        mamba_page_size_padded=0,
+        attn_page_per_token=page_per_token,
+        mamba_page=model.state_page(tp, num_spec, flags.mamba_ssm_cache_dtype),
+        kernel_min=kernel_min,
+        backend_alignment=kernel_min,
+        use_mla=model.use_mla,
+        align_mode=align,
+        checkpoint_alignment=0,
+        explicit_mamba_block_size=flags.mamba_block_size is not None,
+    )
+
+
+def typical_prompt_tokens(max_model_len: int | None) -> int:
+    """The typical request's prompt: TYPICAL_PROMPT_TOKENS, within --max-model-len (one token left to generate)."""
+    prompt = TYPICAL_PROMPT_TOKENS if max_model_len is None else min(TYPICAL_PROMPT_TOKENS, max_model_len - 1)
+    return max(prompt, 1)
 
 
 def geometry_toml(geometry: Geometry) -> str:

@@ -286,7 +286,7 @@ MUTANTS = {
             "`check` sizes the attention page in the model's dtype whatever --kv-cache-dtype says: an fp8 KV cache "
             "resolves the block of a bf16 one",
             "deploy",
-            "resolve_deployment",
+            "_config_inputs",
             "model.attention_page_per_token(tp, flags.kv_cache_dtype)",
             "model.attention_page_per_token(tp)",
             base=BASELINE,
@@ -295,7 +295,7 @@ MUTANTS = {
             "typical-request-a-token-long",
             "`check`'s typical request is one token longer than the 100,000 it documents",
             "deploy",
-            "resolve_deployment",
+            "typical_prompt_tokens",
             "min(TYPICAL_PROMPT_TOKENS, max_model_len - 1)",
             "min(TYPICAL_PROMPT_TOKENS + 1, max_model_len - 1)",
             base=BASELINE,
