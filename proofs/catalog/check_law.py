@@ -21,7 +21,7 @@ from models.hf_config import builtin_model_names, load_model
 from models.plan import Plan, plan
 from models.variants import Variant
 from proofs.catalog.base import Theorem
-from proofs.deployment.restore_law import TooCostly, restore_law
+from proofs.deployment.restore_law import STEP_ALLOWANCE, TooCostly, lengths_checked, restore_law, steps_to_check
 from proofs.deployment.simulate import simulate
 from proofs.engine.enumerated import Case, Checks, Enumeration, Verdict
 
@@ -93,6 +93,11 @@ def law_is_the_engines(variant: Variant, case: Case) -> Verdict:
         return checks.verdict(f"the law is not computed: {reason}")
     if checks.fails("a formula fits", law.verdict == "CHECKED"):
         return checks.verdict(f"no formula fits: {law.differences[:3]}")
+    every = lengths_checked(p)
+    if steps_to_check(p, every) <= STEP_ALLOWANCE and checks.differ(
+        "the law is checked on every length it names where they fit", law.checked, len(every)
+    ):
+        return checks.verdict(f"the law is checked on {law.checked} lengths where all {len(every)} fit the allowance")
     budget = p.geometry.deployment.max_num_scheduled_tokens
     as_printed = printed(law.formula.text)
     first_hit = None
@@ -127,7 +132,8 @@ THEOREMS = (
         "retention), the law check prints (proofs/deployment/restore_law.py), both as computed and as its printed "
         "text reads, equals what simulate reports a later identical request restores at every length of the "
         "domain, and its smallest prefix that hits is restored something where the length before it is not, "
-        "with no length of the domain below it restored anything (and none restored where it names none).",
+        "with no length of the domain below it restored anything (and none restored where it names none); and "
+        "the law is checked on every length it names wherever their prefills fit its step allowance.",
         (),
         enumeration=Enumeration(
             f"the deployments {', '.join(DEPLOYMENTS)} (those the variant accepts); lengths: every L up to "

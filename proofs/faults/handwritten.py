@@ -793,6 +793,18 @@ CHECK_LAW_MUTANTS = {
             "one before its last token: the printed formula is a block long wherever L is on the grid",
         ),
         Mutant(
+            "law-thinned-when-it-fits",
+            BASELINE,
+            Patch(
+                "proofs.deployment.restore_law",
+                "affordable_lengths",
+                "((4, RANDOM_LENGTHS), (2, 16), (1, 4))",
+                "((1, 4), (2, 16), (4, RANDOM_LENGTHS))",
+            ),
+            "`check` checks its law on the fewest lengths first, where every length it names fits the step "
+            "allowance: a law stated for lengths up to four of the largest grid is checked to one",
+        ),
+        Mutant(
             "law-smallest-hit-lost",
             BASELINE,
             Patch(
