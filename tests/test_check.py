@@ -321,7 +321,7 @@ def test_the_offload_chunk_is_read_as_vllm_reads_it():
 
 def test_an_fp8_kv_cache_halves_the_attention_page_and_doubles_the_block(capsys):
     """Kimi-K3 at TP16/DCP16: the MLA latent in one byte, so the block that holds a state page doubles
-    (tests/test_check_vllm.py holds every built-in model's resolution to vLLM's under fp8)."""
+    (tests/conformance/test_check_vllm.py holds every built-in model's resolution to vLLM's under fp8)."""
     deployment = ["--model", "kimi-k3", "-tp", "16", "-dcp", "16"]
     _, bf16 = check_json(capsys, *deployment)
     _, fp8 = check_json(capsys, *deployment, "--kv-cache-dtype", "fp8")

@@ -2,13 +2,12 @@
 the recurrent state tensors against vLLM's own `MambaStateShapeCalculator`
 and `MambaStateDtypeCalculator` (proofs/real_vllm/state.py), and the resolved block, cadence and padded
 page against the real `Platform._align_hybrid_block_size`
-(proofs/real_vllm/config.py). A missing vLLM errors, never skips."""
+(proofs/real_vllm/config.py), both the conformance suite's readers. A missing vLLM errors, never skips."""
 
 from __future__ import annotations
 
 import math
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
@@ -17,26 +16,8 @@ from models.deploy import ServeFlags, resolve_deployment
 from models.hf_config import builtin_model_names, load_model
 from models.variants import BASELINE
 
-sys.path.insert(0, str(Path(__file__).parent))
-
 TP_SIZES = (1, 2, 4, 8, 16)
 SSM_DTYPES = ("auto", "float32", "bfloat16")
-
-
-@pytest.fixture(scope="module")
-def real_state():
-    from proofs.real_vllm.state import RealStateTensors
-
-    return RealStateTensors()
-
-
-@pytest.fixture(scope="module")
-def real_config():
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=DeprecationWarning)
-        from proofs.real_vllm.config import RealConfig
-
-        return RealConfig()
 
 
 def _fits(model, tp: int) -> bool:
@@ -123,7 +104,7 @@ def test_exported_vllm_tests_run_against_the_installed_vllm(tmp_path):
     (passes), and the off-target checkpoint is a strict xfail."""
     import subprocess
 
-    root = Path(__file__).parent.parent
+    root = Path(__file__).resolve().parents[2]
     kimi = [
         "--model", "kimi-k3", "-tp", "16", "-dcp", "16", "--block-size", "768",
         "--max-num-scheduled-tokens", "4096",
