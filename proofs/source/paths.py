@@ -158,13 +158,13 @@ class _Feasibility:
     def _fresh(self, path: list[z3.BoolRef], condition: z3.BoolRef) -> z3.CheckSatResult:
         owners = self.context.owners_read([*path, condition])
         solver = z3.SimpleSolver()
+        solver.add(*self.assumptions, *self.context.definitions_of(owners))
         if self.lemmas is None:
             solver.set("arith.nl.grobner", False)
             solver.set("rlimit", CHECK_RLIMIT)
-            solver.add(*self.assumptions, *self.context.definitions_of(owners))
         else:
             solver.set("rlimit", PRUNED_RLIMIT)
-            solver.add(*self.assumptions, *self.context.definitions_of(owners), *self.lemmas(self.context, owners))
+            solver.add(*self.lemmas(self.context, owners))
         solver.add(*path, condition)
         return budget.check(solver)
 
