@@ -259,7 +259,7 @@ def run(args: argparse.Namespace) -> int:
     if args.confirm_vllm:
         from proofs.real_vllm.confirm import confirm
 
-        result.confirm_vllm = confirm(result.plan, result.hit_law, progress=None if args.json else _progress)
+        result.confirm_vllm = confirm(result.plan, result.hit_law.checked, progress=None if args.json else _progress)
         if result.confirm_vllm["disagreements"]:
             result.why.append("the real vLLM scheduler disagrees with the model (--confirm-vllm)")
     if args.plot:

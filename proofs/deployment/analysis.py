@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from models import arith
 from models.deploy import ResolvedDeployment
@@ -25,7 +25,7 @@ from models.prefill import publishes, run_prefill
 from models.prefix_cache import LookupFailure, cached_prefix, gpu_hit
 from models.scheduler import last_cacheable_position
 from models.variants import PR457, PR457_GUARDED, Variant
-from proofs.deployment.restore_law import TooCostly, restore_law
+from proofs.deployment.restore_law import RestoreLaw, TooCostly, resend_hit, restore_law
 from proofs.engine.solver import PROVED, REFUTED, Claim, Kind, SolverOptions, Var, decide
 
 PER_TOKENS = 100_000  # "published checkpoints per 100k tokens"
@@ -169,7 +169,7 @@ def recommendations(deployment: ResolvedDeployment, p: Plan, count: int = 4) -> 
     return rows
 
 
-def warnings_for(deployment: ResolvedDeployment, p: Plan, typical: dict, law: dict) -> list[str]:
+def warnings_for(deployment: ResolvedDeployment, p: Plan, typical: dict, law: LawAnswer) -> list[str]:
     """What a deployer should be warned of, one sentence each: a cadence or target span over --max-model-len,
     no prompt length that hits, stale recurrent keys or a failing lookup in the typical request, EAGLE's
     dropped block, offload restoring less than the GPU cache, a stalled prefill."""
@@ -185,8 +185,7 @@ def warnings_for(deployment: ResolvedDeployment, p: Plan, typical: dict, law: di
             found.append(
                 f"a target-attention block spans {widest:,} tokens, over --max-model-len {limit:,}: nothing is restored"
             )
-    smallest = law.get("smallest_hit")
-    if law.get("verdict") == "CHECKED" and smallest is None:
+    if law.verdict == "CHECKED" and law.smallest_hit is None:
         found.append("no prompt length checked ever hits the prefix cache")
     if typical["stale_recurrent_states"]:
         stale = typical["stale_recurrent_states"]
@@ -222,25 +221,58 @@ def _positions(values: list[int], limit: int = 4) -> str:
     return ", ".join(shown) + (f" and {len(values) - limit:,} more" if len(values) > limit else "")
 
 
-def hit_law_section(p: Plan, limit: int | None = None) -> dict:
-    """The restore law (proofs.deployment.restore_law) as check reports it."""
+@dataclass(frozen=True)
+class LawAnswer:
+    """The restore law as `check` answers it: the law checked on the engine model (`law`), or why
+    there is none (`reason`, verdict NOT RUN); with `--verify-law-up-to`, the law held to simulate."""
+
+    verdict: str  # CHECKED, NO FORMULA or NOT RUN
+    law: RestoreLaw | None = None
+    reason: str = ""
+    examples: dict[int, int] = field(default_factory=dict)  # hit(L) at a few lengths worth printing
+    against_simulate: dict | None = None  # {"up_to": N, "mismatches": [L, ...]}
+
+    @classmethod
+    def not_run(cls, reason: str) -> LawAnswer:
+        return cls("NOT RUN", reason=reason)
+
+    @property
+    def checked(self) -> RestoreLaw | None:
+        """The law a length can be asked of (CHECKED), or None."""
+        return self.law if self.verdict == "CHECKED" else None
+
+    @property
+    def smallest_hit(self) -> int | None:
+        return self.law.smallest_hit if self.law is not None else None
+
+    def to_json(self) -> dict:
+        if self.law is None:
+            return {"verdict": self.verdict, "reason": self.reason}
+        section = self.law.as_json()
+        if self.examples:
+            section["examples"] = self.examples
+        if self.against_simulate is not None:
+            section["against_simulate"] = self.against_simulate
+        return section
+
+
+def hit_law_answer(p: Plan, limit: int | None = None, verify_up_to: int = 0) -> LawAnswer:
+    """The restore law (proofs.deployment.restore_law) as check reports it, held to simulate on every
+    length up to `verify_up_to`."""
     try:
         law = restore_law(p, limit)
     except TooCostly as reason:
-        return {"verdict": "NOT RUN", "reason": str(reason)}
-    section = law.as_json()
-    if law.verdict == "CHECKED":
-        lengths = sorted({n for n in (law.smallest_hit, 100_000, 200_000) if n and (limit is None or n <= limit)})
-        section["examples"] = {n: law(n) for n in lengths}
-    section["law"] = law
-    return section
+        return LawAnswer.not_run(str(reason))
+    if law.verdict != "CHECKED":
+        return LawAnswer(law.verdict, law)
+    lengths = sorted({n for n in (law.smallest_hit, 100_000, 200_000) if n and (limit is None or n <= limit)})
+    against = law_against_simulate(p, law, verify_up_to) if verify_up_to else None
+    return LawAnswer(law.verdict, law, examples={n: law(n) for n in lengths}, against_simulate=against)
 
 
-def law_against_simulate(p: Plan, law, up_to: int) -> dict:
+def law_against_simulate(p: Plan, law: RestoreLaw, up_to: int) -> dict:
     """The law against what `simulate` reports a later identical request restores, on every L in
     1..up_to, and the first few lengths where they differ."""
-    from proofs.deployment.restore_law import resend_hit
-
     differ = [n for n in range(1, up_to + 1) if resend_hit(p, n) != law(n)]
     return {"up_to": up_to, "mismatches": differ[:5]}
 
@@ -257,7 +289,7 @@ class CheckResult:
     groups: list[dict]
     typical: dict
     aligned: dict
-    hit_law: dict
+    hit_law: LawAnswer
     guard: dict
     warnings: list[str]
     recommendations: list[dict]
@@ -307,7 +339,7 @@ class CheckResult:
             "cadence": self.cadence,
             "split_grid": self.split_grid,
             "typical_request": self.typical,
-            "hit_law": {k: v for k, v in self.hit_law.items() if k != "law"},
+            "hit_law": self.hit_law.to_json(),
             **({"confirm_vllm": self.confirm_vllm} if self.confirm_vllm is not None else {}),
             "aligned": self.aligned,
             "pr457_guarded": self.guard,
@@ -339,19 +371,17 @@ def analyse(deployment: ResolvedDeployment, variant: Variant, prove: bool = True
             raise AssertionError(f"alignment counterexample {aligned.counterexample} does not replay")
     if variant.guarded and not p.accepted:
         # The engine refuses to start: there is no prefix cache to state a law for.
-        law = {"verdict": "NOT RUN", "reason": f"{variant.name} refuses this configuration"}
+        law = LawAnswer.not_run(f"{variant.name} refuses this configuration")
     elif prove:
-        law = hit_law_section(p, deployment.max_model_len)
+        law = hit_law_answer(p, deployment.max_model_len, verify_up_to)
     else:
-        law = {"verdict": "NOT RUN", "reason": "not asked for"}
+        law = LawAnswer.not_run("not asked for")
     why = []
-    if verify_up_to and law["verdict"] == "CHECKED":
-        law["against_simulate"] = law_against_simulate(p, law["law"], verify_up_to)
-        if law["against_simulate"]["mismatches"]:
-            why.append(f"the hit law disagrees with simulate at L = {law['against_simulate']['mismatches'][0]:,}")
-    if law["verdict"] == "NOT RUN" and prove and not (variant.guarded and not p.accepted):
-        why.append(f"the hit law was not computed: {law['reason']}")
-    if law["verdict"] == "NO FORMULA":
+    if law.against_simulate and law.against_simulate["mismatches"]:
+        why.append(f"the hit law disagrees with simulate at L = {law.against_simulate['mismatches'][0]:,}")
+    if law.verdict == "NOT RUN" and prove and not (variant.guarded and not p.accepted):
+        why.append(f"the hit law was not computed: {law.reason}")
+    if law.verdict == "NO FORMULA":
         why.append("no formula fits the restores checked (the lengths where the best differs are listed)")
     if not guard["accepts"] and variant.guarded:
         group = guard["breaking_group"]
@@ -360,7 +390,7 @@ def analyse(deployment: ResolvedDeployment, variant: Variant, prove: bool = True
             f"{group['kind']} group {group['index']}'s span {group['span']:,}"
         )
     limit = deployment.max_model_len
-    if law["verdict"] == "CHECKED" and law["smallest_hit"] is None:
+    if law.verdict == "CHECKED" and law.smallest_hit is None:
         within = f" up to --max-model-len {limit:,}" if limit is not None else ""
         why.append(f"no shared prefix{within} checked ever hits the prefix cache")
     if typical["stale_recurrent_states"]:
@@ -396,4 +426,4 @@ def analyse(deployment: ResolvedDeployment, variant: Variant, prove: bool = True
     )
 
 
-__all__ = ["CheckResult", "analyse", "DRAFT"]
+__all__ = ["CheckResult", "LawAnswer", "analyse", "DRAFT"]

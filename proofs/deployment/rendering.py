@@ -25,33 +25,31 @@ def answer_lines(r: CheckResult) -> list[str]:
     length on, what a typical resend recomputes, and a warning as vLLM would log it."""
     law, typical = r.hit_law, r.typical
     lines = []
-    if law["verdict"] == "CHECKED":
+    if law.verdict == "CHECKED":
         lines += [
             "  A later request that shares the first L tokens of a prompt is restored hit(L) tokens from the GPU "
             "prefix cache:",
-            f"    {law['form']}",
+            f"    hit(L) = {law.law.formula.text}",
         ]
-        smallest = law["smallest_hit"]
+        smallest = law.smallest_hit
         if smallest is None:
             lines.append("  No prompt length checked is ever restored anything.")
         else:
-            lines.append(
-                f"  The smallest prefix that hits: {smallest:,} tokens (it restores {law['law'](smallest):,})."
-            )
-    elif law["verdict"] == "NOT RUN":
-        lines.append(f"  hit(L): not computed ({law.get('reason', '')})")
+            lines.append(f"  The smallest prefix that hits: {smallest:,} tokens (it restores {law.law(smallest):,}).")
+    elif law.verdict == "NOT RUN":
+        lines.append(f"  hit(L): not computed ({law.reason})")
     else:
         lines.append("  hit(L): no formula fits; where the closest one differs (L, restored, formula):")
-        lines += [f"    {n:,}: {hit}, {formula:,}" for n, hit, formula in law["differences"][:5]]
+        lines += [f"    {n:,}: {hit}, {formula:,}" for n, hit, formula in law.law.differences[:5]]
     gpu, offload, tokens = typical["restored_gpu"], typical["restored_offload"], typical["tokens"]
     if gpu is not None:
         sentence = f"  A typical {tokens:,}-token resend is restored {gpu:,} tokens and recomputes {tokens - gpu:,}"
         if r.deployment.offload and offload is not None:
             sentence += f"; through native offload alone it is restored {offload:,}"
         lines.append(sentence + ".")
-    if law["verdict"] == "CHECKED" and law["smallest_hit"] and law["smallest_hit"] > 1:
+    if law.verdict == "CHECKED" and law.smallest_hit and law.smallest_hit > 1:
         lines.append(
-            f"  WARNING [vllm] Prefix caching: a hybrid-model request shorter than {law['smallest_hit']:,} tokens "
+            f"  WARNING [vllm] Prefix caching: a hybrid-model request shorter than {law.smallest_hit:,} tokens "
             f"never hits the prefix cache (recurrent block {r.cadence:,}, "
             f"hash block {r.plan.split.hash_block:,})."
         )
@@ -124,15 +122,15 @@ def _detail_lines(r, d, p, flags, model, resolved, dep, spec) -> list[str]:
         f"{_positions(typical['cached_recurrent_states'])}",
     ]
     law = r.hit_law
-    if law["verdict"] == "CHECKED":
+    if law.verdict == "CHECKED":
         lines.append(
-            f"  hit(L): CHECKED (not proved) against the engine model on {law['checked_lengths']:,} lengths up to "
-            f"{law['largest_checked']:,} (every length to 256, each grid's multiples to four of the largest, one "
+            f"  hit(L): CHECKED (not proved) against the engine model on {law.law.checked:,} lengths up to "
+            f"{law.law.largest_checked:,} (every length to 256, each grid's multiples to four of the largest, one "
             "either side, and lengths at random; proofs/deployment/restore_law.py)"
         )
-        if law.get("examples"):
-            lines.append("    " + ", ".join(f"hit({n:,}) = {h:,}" for n, h in law["examples"].items()))
-        agreement = law.get("against_simulate")
+        if law.examples:
+            lines.append("    " + ", ".join(f"hit({n:,}) = {h:,}" for n, h in law.examples.items()))
+        agreement = law.against_simulate
         if agreement:
             lines.append(
                 f"    against simulate on every L in 1..{agreement['up_to']:,}: "

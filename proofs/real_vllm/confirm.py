@@ -11,14 +11,16 @@ from collections.abc import Callable
 
 from models.plan import Plan
 from models.variants import BASELINE, RELEASES
+from proofs.deployment.restore_law import RestoreLaw
 from proofs.real_vllm import INSTALL, VllmMissing, quietly
 
 SEED = 44
 LENGTH_LIMIT_SPANS = 4  # prompt lengths up to this many of the widest grid
 
 
-def confirm(p: Plan, law: dict, progress: Callable[[int, int], None] | None = None) -> dict:
-    """Every length compared; the disagreements, one line each."""
+def confirm(p: Plan, law: RestoreLaw | None, progress: Callable[[int, int], None] | None = None) -> dict:
+    """Every length compared with the model and with `law` (the checked restore law, None: none);
+    the disagreements, one line each."""
     releases = {variant.name: version for version, variant in RELEASES.items()}
     if p.variant.name not in releases:
         raise VllmMissing(
@@ -38,13 +40,12 @@ def confirm(p: Plan, law: dict, progress: Callable[[int, int], None] | None = No
     widest = max(int(p.split.sched_block), budget, p.cadence)
     lengths = boundary_lengths(p, LENGTH_LIMIT_SPANS * widest + 7, random.Random(SEED), randoms=8)
     disagreements = []
-    formula = law.get("law") if law.get("verdict") == "CHECKED" else None
     for done, length in enumerate(lengths, 1):
         case = Case(geometry, budget, length)
         model, observed = model_observation(case), real.observe(case)
         found = differences(model, observed)
-        if formula is not None and isinstance(observed.hit, int) and observed.hit != formula(length):
-            found.append(f"the law says {formula(length):,}")
+        if law is not None and isinstance(observed.hit, int) and observed.hit != law(length):
+            found.append(f"the law says {law(length):,}")
         if found:
             disagreements.append(f"L = {length:,}: " + "; ".join(found))
         if progress is not None and (done % 20 == 0 or done == len(lengths)):
@@ -60,12 +61,11 @@ def _lengths(p: Plan) -> list[int]:
     return boundary_lengths(p, LENGTH_LIMIT_SPANS * widest + 7, random.Random(SEED), randoms=8)
 
 
-def _confirm_in_venv(version: str, p: Plan, law: dict, progress) -> dict:
+def _confirm_in_venv(version: str, p: Plan, law: RestoreLaw | None, progress) -> dict:
     """The same comparison on vLLM `version`, run in its venv."""
     from proofs.real_vllm.other_release import OtherReleaseError, resends
 
     lengths = _lengths(p)
-    formula = law.get("law") if law.get("verdict") == "CHECKED" else None
     seen = []
 
     def echo(_line: dict) -> None:
@@ -80,8 +80,8 @@ def _confirm_in_venv(version: str, p: Plan, law: dict, progress) -> dict:
     disagreements = []
     for line in lines:
         found = list(line["differences"])
-        if formula is not None and isinstance(line["hit"], int) and line["hit"] != formula(line["length"]):
-            found.append(f"the law says {formula(line['length']):,}")
+        if law is not None and isinstance(line["hit"], int) and line["hit"] != law(line["length"]):
+            found.append(f"the law says {law(line['length']):,}")
         if found:
             disagreements.append(f"L = {line['length']:,}: " + "; ".join(found))
     return {"cases": len(lines), "largest": max(lengths), "disagreements": disagreements}
