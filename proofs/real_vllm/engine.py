@@ -204,6 +204,129 @@ class OffloadRestore:
         return self.again.external_hit
 
 
+def _vllm_config(setting: EngineSetting, max_model_len: int, offload_tier: str | None):
+    """The `VllmConfig` of the tiny model under `setting`: one request at a time with chunked prefill,
+    prefix caching with Mamba in align mode, the offload connector where `offload_tier` is given, and
+    the setting's DCP size."""
+    from vllm.config import CacheConfig, DeviceConfig, KVTransferConfig, ModelConfig, SchedulerConfig, VllmConfig
+
+    s = setting
+    model = ModelConfig(model=_tiny_model_dir(), skip_tokenizer_init=True, max_model_len=max_model_len)
+    scheduler = SchedulerConfig(
+        max_num_batched_tokens=s.budget,
+        max_num_scheduled_tokens=s.budget,
+        max_num_seqs=1,  # one request at a time; vLLM asks for at least as many batched tokens
+        max_model_len=max_model_len,
+        enable_chunked_prefill=True,
+        is_encoder_decoder=False,
+        async_scheduling=False,
+        long_prefill_token_threshold=s.long_prefill_token_threshold,
+    )
+    cache_config = CacheConfig(
+        block_size=16,
+        enable_prefix_caching=True,
+        mamba_cache_mode="align",
+        prefix_cache_retention_interval=s.retention,
+        prefix_match_unit=s.hash_block_size or None,
+        enable_mamba_shared_prefix_checkpoint=s.shared_prefix_checkpoint,
+        **({} if s.mamba_block_size is None else {"mamba_block_size": s.mamba_block_size}),
+    )
+    transfer = None if offload_tier is None else KVTransferConfig(**offload_transfer_config(s, offload_tier))
+    config = VllmConfig(
+        model_config=model,
+        scheduler_config=scheduler,
+        cache_config=cache_config,
+        device_config=DeviceConfig("cpu"),
+        kv_transfer_config=transfer,
+    )
+    config.parallel_config.decode_context_parallel_size = s.dcp_size
+    return config
+
+
+def _set_speculative_stand_in(config, setting: EngineSetting) -> int:
+    """Give `config` the speculative stand-in of `setting` (None without a drafter); the speculative
+    blocks each recurrent group keeps."""
+    has_draft = any(g.kind == DRAFT for g in setting.groups)
+    speculative = speculative_stand_in(
+        setting.eagle_block_drop, setting.lookahead, setting.prefill_lookahead, has_draft
+    )
+    object.__setattr__(config, "speculative_config", speculative)
+    return speculative.num_speculative_tokens if speculative is not None else 0
+
+
+def _kv_cache_spec(group: GroupSetting, setting: EngineSetting, speculative_blocks: int):
+    """The KV cache spec of one group: a MambaSpec in align mode at its block, declaring the
+    deployment's prefill checkpoint alignment, or a FullAttentionSpec with its DCP sharding, marked a
+    draft for a drafter's group."""
+    import torch
+    from vllm.v1.kv_cache_interface import FullAttentionSpec, MambaSpec
+
+    if group.kind == RECURRENT:
+        alignment = setting.prefill_checkpoint_alignment
+        return MambaSpec(
+            block_size=group.block_size,
+            shapes=((1,),),
+            dtypes=(torch.float32,),
+            mamba_cache_mode="align",
+            num_speculative_blocks=speculative_blocks,
+            num_prefill_checkpoint_blocks=int(alignment is not None),
+            prefill_checkpoint_alignment=alignment,
+        )
+    return FullAttentionSpec(
+        block_size=group.block_size,
+        num_kv_heads=1,
+        head_size=1,
+        dtype=torch.float32,
+        dcp_sharded=group.dcp_sharded,
+        is_draft=group.kind == DRAFT,  # as the model runner marks a drafter's layers (compare=False)
+    )
+
+
+def _kv_cache_config(setting: EngineSetting, num_blocks: int, speculative_blocks: int):
+    """The cache groups as `EngineCore._initialize_kv_caches` would see them: a layer and a spec per
+    group, a drafter's EAGLE group marked, over a pool of `num_blocks`."""
+    from vllm.v1.kv_cache_interface import KVCacheConfig, KVCacheGroupSpec
+
+    return KVCacheConfig(
+        num_blocks=num_blocks,
+        kv_cache_tensors=[],
+        kv_cache_groups=[
+            KVCacheGroupSpec(
+                [f"layer.{i}"],
+                _kv_cache_spec(group, setting, speculative_blocks),
+                is_eagle_group=group.kind == DRAFT and group.eagle,
+            )
+            for i, group in enumerate(setting.groups)
+        ],
+        prefix_cache_retention_interval=setting.retention,
+    )
+
+
+def _resolve_block_sizes(config, kv_cache_config, num_blocks: int) -> tuple[int, int]:
+    """(scheduler block, hash block) as vLLM's own functions resolve them, once the cache block
+    size is the smallest spec block; the hash block and the hit alignment set on `kv_cache_config`."""
+    from vllm.v1.core.kv_cache_utils import resolve_cache_hit_alignment_tokens, resolve_kv_cache_block_sizes
+
+    config.cache_config.num_gpu_blocks = num_blocks
+    config.cache_config.block_size = min(g.kv_cache_spec.block_size for g in kv_cache_config.kv_cache_groups)
+    scheduler_block, hash_block = resolve_kv_cache_block_sizes(kv_cache_config, config)
+    kv_cache_config.hash_block_size = hash_block
+    kv_cache_config.cache_hit_alignment_tokens = resolve_cache_hit_alignment_tokens(
+        kv_cache_config, config, scheduler_block, hash_block
+    )
+    return scheduler_block, hash_block
+
+
+def _request_block_hasher(config, hash_block: int):
+    """The hasher of a request's blocks, with vLLM's initial hash set for the configured algorithm."""
+    from vllm.utils.hashing import get_hash_fn_by_name
+    from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash
+
+    hash_function = get_hash_fn_by_name(config.cache_config.prefix_caching_hash_algo)
+    init_none_hash(hash_function)
+    return get_request_block_hasher(hash_block, hash_function, config.num_hash_lookahead_tokens)
+
+
 class RealEngine:
     """The real scheduler for one engine setting; each `run` is a request added, run to its
     end and freed, later runs seeing what earlier ones cached.
@@ -224,114 +347,30 @@ class RealEngine:
         offload: bool = False,
         offload_tier: str = "remembering",
     ):
-        import torch
-        from vllm.config import CacheConfig, DeviceConfig, KVTransferConfig, ModelConfig, SchedulerConfig, VllmConfig
-        from vllm.utils.hashing import get_hash_fn_by_name
-        from vllm.v1.core.kv_cache_utils import (
-            get_request_block_hasher,
-            init_none_hash,
-            resolve_cache_hit_alignment_tokens,
-            resolve_kv_cache_block_sizes,
-        )
         from vllm.v1.core.sched.scheduler import Scheduler
-        from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec, MambaSpec
         from vllm.v1.structured_output import StructuredOutputManager
 
         self.setting = s = setting
         logging.getLogger("vllm").setLevel(logging.ERROR)  # its notes on experimental APIs, each time
         if offload:
             check_offload_setting(s)
-        model = ModelConfig(model=_tiny_model_dir(), skip_tokenizer_init=True, max_model_len=max_model_len)
-        scheduler = SchedulerConfig(
-            max_num_batched_tokens=s.budget,
-            max_num_scheduled_tokens=s.budget,
-            max_num_seqs=1,  # one request at a time; vLLM asks for at least as many batched tokens
-            max_model_len=max_model_len,
-            enable_chunked_prefill=True,
-            is_encoder_decoder=False,
-            async_scheduling=False,
-            long_prefill_token_threshold=s.long_prefill_token_threshold,
-        )
-        cache_config = CacheConfig(
-            block_size=16,
-            enable_prefix_caching=True,
-            mamba_cache_mode="align",
-            prefix_cache_retention_interval=s.retention,
-            prefix_match_unit=s.hash_block_size or None,
-            enable_mamba_shared_prefix_checkpoint=s.shared_prefix_checkpoint,
-            **({} if s.mamba_block_size is None else {"mamba_block_size": s.mamba_block_size}),
-        )
-        transfer = KVTransferConfig(**offload_transfer_config(s, offload_tier)) if offload else None
-        config = VllmConfig(
-            model_config=model,
-            scheduler_config=scheduler,
-            cache_config=cache_config,
-            device_config=DeviceConfig("cpu"),
-            kv_transfer_config=transfer,
-        )
-        config.parallel_config.decode_context_parallel_size = s.dcp_size
+        config = _vllm_config(s, max_model_len, offload_tier if offload else None)
         # The explicit bit PR457's patch records (None on a release without it), and the cadence kept.
         self.explicit_cadence = getattr(config.cache_config, "user_specified_mamba_block_size", None)
         if s.mamba_block_size is not None and config.cache_config.mamba_block_size != s.mamba_block_size:
             raise RuntimeError(
                 f"--mamba-block-size {s.mamba_block_size} became {config.cache_config.mamba_block_size} in VllmConfig"
             )
-        has_draft = any(g.kind == DRAFT for g in s.groups)
-        speculative = speculative_stand_in(s.eagle_block_drop, s.lookahead, s.prefill_lookahead, has_draft)
-        object.__setattr__(config, "speculative_config", speculative)
-        speculative_blocks = speculative.num_speculative_tokens if speculative is not None else 0
-
-        def spec(group: GroupSetting):
-            """The KV cache spec of one group: a MambaSpec in align mode at its block, declaring the
-            deployment's prefill checkpoint alignment, or a FullAttentionSpec with its DCP sharding, marked a
-            draft for a drafter's group."""
-            if group.kind == RECURRENT:
-                alignment = s.prefill_checkpoint_alignment
-                return MambaSpec(
-                    block_size=group.block_size,
-                    shapes=((1,),),
-                    dtypes=(torch.float32,),
-                    mamba_cache_mode="align",
-                    num_speculative_blocks=speculative_blocks,
-                    num_prefill_checkpoint_blocks=int(alignment is not None),
-                    prefill_checkpoint_alignment=alignment,
-                )
-            return FullAttentionSpec(
-                block_size=group.block_size,
-                num_kv_heads=1,
-                head_size=1,
-                dtype=torch.float32,
-                dcp_sharded=group.dcp_sharded,
-                is_draft=group.kind == DRAFT,  # as the model runner marks a drafter's layers (compare=False)
-            )
-
-        kv_cache_config = KVCacheConfig(
-            num_blocks=num_blocks,
-            kv_cache_tensors=[],
-            kv_cache_groups=[
-                KVCacheGroupSpec([f"layer.{i}"], spec(group), is_eagle_group=group.kind == DRAFT and group.eagle)
-                for i, group in enumerate(s.groups)
-            ],
-            prefix_cache_retention_interval=s.retention,
-        )
-        config.cache_config.num_gpu_blocks = num_blocks
-        config.cache_config.block_size = min(g.kv_cache_spec.block_size for g in kv_cache_config.kv_cache_groups)
-        scheduler_block, hash_block = resolve_kv_cache_block_sizes(kv_cache_config, config)
-        kv_cache_config.hash_block_size = hash_block
-        kv_cache_config.cache_hit_alignment_tokens = resolve_cache_hit_alignment_tokens(
-            kv_cache_config, config, scheduler_block, hash_block
-        )
-        hash_function = get_hash_fn_by_name(cache_config.prefix_caching_hash_algo)
-        init_none_hash(hash_function)
-        self.hash_block = hash_block
-        self.scheduler_block = scheduler_block
-        self._hasher = get_request_block_hasher(hash_block, hash_function, config.num_hash_lookahead_tokens)
+        speculative_blocks = _set_speculative_stand_in(config, s)
+        kv_cache_config = _kv_cache_config(s, num_blocks, speculative_blocks)
+        self.scheduler_block, self.hash_block = _resolve_block_sizes(config, kv_cache_config, num_blocks)
+        self._hasher = _request_block_hasher(config, self.hash_block)
         self.scheduler = Scheduler(
             vllm_config=config,
             kv_cache_config=kv_cache_config,
             structured_output_manager=StructuredOutputManager(config),
-            block_size=scheduler_block,
-            hash_block_size=hash_block,
+            block_size=self.scheduler_block,
+            hash_block_size=self.hash_block,
             log_stats=False,
         )
         self.coordinator = self.scheduler.kv_cache_manager.coordinator
@@ -505,15 +544,18 @@ class StoreRecord:
 def _offload_stand_ins() -> SimpleNamespace:
     """The stand-ins below vLLM's connector, as classes of vLLM's own offloading interfaces
     (v1/kv_offload/base.py): built on first use, since they subclass vLLM's."""
+    manager, transfers = _remembering_manager(), _instant_transfers()
+    return SimpleNamespace(spec=_offloading_spec(manager, transfers), manager=manager, transfers=transfers)
+
+
+def _remembering_manager() -> type:
+    """The stand-in offload tier's bookkeeping (`RememberingManager`), and where it keeps a load or store."""
     from vllm.v1.kv_offload.base import (
         LoadStoreSpec,
         LookupResult,
         OffloadingManager,
-        OffloadingSpec,
-        OffloadingWorker,
         PrepareStoreOutput,
         RequestOffloadingContext,
-        TransferResult,
     )
 
     class KeyList(LoadStoreSpec):
@@ -559,6 +601,13 @@ def _offload_stand_ins() -> SimpleNamespace:
         def reset_cache(self):
             self.ready.clear()
 
+    return RememberingManager
+
+
+def _instant_transfers() -> type:
+    """The stand-in transfer engine (`InstantTransfers`)."""
+    from vllm.v1.kv_offload.base import OffloadingWorker, TransferResult
+
     class InstantTransfers(OffloadingWorker):
         """The transfer engine: each job finishes as it is submitted. No bytes move (no KV
         exists); what the scheduler learns is only which jobs completed, as from a real one."""
@@ -581,9 +630,16 @@ def _offload_stand_ins() -> SimpleNamespace:
         def wait(self, job_ids):
             return None
 
+    return InstantTransfers
+
+
+def _offloading_spec(manager: type, transfers: type) -> type:
+    """The offloading spec over the tier `manager` stands in for (or vLLM's CPU tier) and `transfers`."""
+    from vllm.v1.kv_offload.base import OffloadingSpec
+
     class GridproofOffloadingSpec(OffloadingSpec):
-        """The spec `OffloadingConnector` is built over: the "remembering" tier (the stand-in
-        above) or the "cpu" tier (vLLM's `CPUOffloadingManager`, LRU, room for
+        """The spec `OffloadingConnector` is built over: the "remembering" tier (`manager`,
+        the stand-in) or the "cpu" tier (vLLM's `CPUOffloadingManager`, LRU, room for
         OFFLOAD_CPU_CHUNKS chunks), and the instant transfer engine."""
 
         def __init__(self, config):
@@ -597,13 +653,13 @@ def _offload_stand_ins() -> SimpleNamespace:
 
                     self._manager = CPUOffloadingManager(num_chunks=OFFLOAD_CPU_CHUNKS)
                 else:
-                    self._manager = RememberingManager()
+                    self._manager = manager()
             return self._manager
 
         def get_worker(self, kv_caches):
-            return InstantTransfers()
+            return transfers()
 
-    return SimpleNamespace(spec=GridproofOffloadingSpec, manager=RememberingManager, transfers=InstantTransfers)
+    return GridproofOffloadingSpec
 
 
 class OffloadSide:
