@@ -93,45 +93,85 @@ class RealSpeculation:
         raised ValueError, and the rest is 0."""
         speculative = None
         if method:
-            speculative = self._speculative()
-            speculative.__dict__.update(
-                method=method,
-                num_speculative_tokens=num_speculative_tokens,
-                disable_eagle_block_drop=disable_eagle_block_drop,
-                disable_lookahead_block_hashes=disable_lookahead_block_hashes,
-                # SpeculativeConfig.__post_init__ turns it on for dflash and dspark (0.33.0).
-                parallel_drafting=parallel_drafting or method in ("dflash", "dspark"),
-                # For MTP the draft is the target model; its config as vLLM's getattr reads it: the
-                # count at the top, and the n_predict hf_config_override gives it.
-                draft_model_config=SimpleNamespace(
-                    hf_config=SimpleNamespace(
-                        num_nextn_predict_layers=mtp_layers,
-                        n_predict=mtp_layers,
-                        sample_from_anchor=True,
-                        model_type="gridproof_stub",
-                    ),
-                    verify_with_parallel_config=lambda parallel_config: None,
-                ),
-                draft_parallel_config=None,
-                # What 0.34.0's SpeculatorConfig and validation read besides, each at its default.
-                custom_method=None,
-                index_share_for_mtp_iteration=None,
-                tensor_parallel_size=None,
-                rejection_sample_method="standard",
-                synthetic_acceptance_rates=None,
-                synthetic_acceptance_length=None,
+            speculative = self._speculative_config(
+                method,
+                num_speculative_tokens,
+                disable_eagle_block_drop,
+                disable_lookahead_block_hashes,
+                parallel_drafting,
+                mtp_layers,
             )
-            if hasattr(speculative, "_verify_args"):
-                # 0.34.0 refuses parallel drafting for any method but dflash and dspark here; it was
-                # given as the user gave it (None: not given) and is checked before anything the stub
-                # lacks is read.
-                speculative.parallel_drafting = parallel_drafting or None
-                try:
-                    speculative._verify_args()
-                except ValueError:
-                    return True, False, 0, 0, 0
-                except AttributeError:
-                    pass  # a later check reads what the stub does not carry
+            if _refused_as_given(speculative, parallel_drafting):
+                return _REFUSED
+        config = self._vllm_config(
+            speculative, enable_prefix_caching, kv_connector, max_num_batched_tokens, max_num_scheduled_tokens
+        )
+        try:
+            if self._resolves_lookahead:
+                config.num_hash_lookahead_tokens = config._resolve_num_hash_lookahead_tokens()
+            config._set_max_num_scheduled_tokens()
+            slots = 0 if speculative is None else speculative.max_num_new_slots_for_drafting
+        except ValueError:
+            return _REFUSED
+        scheduler = config.scheduler_config
+        budget = (
+            scheduler.max_num_scheduled_tokens
+            if scheduler.max_num_scheduled_tokens is not None
+            else scheduler.max_num_batched_tokens
+        )
+        if speculative is None:
+            return False, False, config.num_hash_lookahead_tokens, 0, budget
+        return False, speculative.use_eagle_block_drop(), config.num_hash_lookahead_tokens, slots, budget
+
+    def _speculative_config(
+        self,
+        method: str,
+        num_speculative_tokens: int,
+        disable_eagle_block_drop: bool,
+        disable_lookahead_block_hashes: bool,
+        parallel_drafting: bool,
+        mtp_layers: int,
+    ):
+        """The stub `SpeculativeConfig` of a drafter, with every field its methods read."""
+        speculative = self._speculative()
+        speculative.__dict__.update(
+            method=method,
+            num_speculative_tokens=num_speculative_tokens,
+            disable_eagle_block_drop=disable_eagle_block_drop,
+            disable_lookahead_block_hashes=disable_lookahead_block_hashes,
+            # SpeculativeConfig.__post_init__ turns it on for dflash and dspark (0.33.0).
+            parallel_drafting=parallel_drafting or method in ("dflash", "dspark"),
+            # For MTP the draft is the target model; its config as vLLM's getattr reads it: the
+            # count at the top, and the n_predict hf_config_override gives it.
+            draft_model_config=SimpleNamespace(
+                hf_config=SimpleNamespace(
+                    num_nextn_predict_layers=mtp_layers,
+                    n_predict=mtp_layers,
+                    sample_from_anchor=True,
+                    model_type="gridproof_stub",
+                ),
+                verify_with_parallel_config=lambda parallel_config: None,
+            ),
+            draft_parallel_config=None,
+            # What 0.34.0's SpeculatorConfig and validation read besides, each at its default.
+            custom_method=None,
+            index_share_for_mtp_iteration=None,
+            tensor_parallel_size=None,
+            rejection_sample_method="standard",
+            synthetic_acceptance_rates=None,
+            synthetic_acceptance_length=None,
+        )
+        return speculative
+
+    def _vllm_config(
+        self,
+        speculative,
+        enable_prefix_caching: bool,
+        kv_connector: bool,
+        max_num_batched_tokens: int,
+        max_num_scheduled_tokens: int,
+    ):
+        """The stub `VllmConfig` over `speculative` (None: no drafter), with every field its properties read."""
         transfer = None
         if kv_connector:
             transfer = SimpleNamespace(kv_connector=KV_CONNECTOR, kv_connector_module_path=None)
@@ -148,22 +188,28 @@ class RealSpeculation:
                 max_num_seqs=1,
             ),
         )
-        try:
-            if self._resolves_lookahead:
-                config.num_hash_lookahead_tokens = config._resolve_num_hash_lookahead_tokens()
-            config._set_max_num_scheduled_tokens()
-            slots = 0 if speculative is None else speculative.max_num_new_slots_for_drafting
-        except ValueError:
-            return True, False, 0, 0, 0
-        scheduler = config.scheduler_config
-        budget = (
-            scheduler.max_num_scheduled_tokens
-            if scheduler.max_num_scheduled_tokens is not None
-            else scheduler.max_num_batched_tokens
-        )
-        if speculative is None:
-            return False, False, config.num_hash_lookahead_tokens, 0, budget
-        return False, speculative.use_eagle_block_drop(), config.num_hash_lookahead_tokens, slots, budget
+        return config
+
+
+# What `RealSpeculation.read` answers for a configuration vLLM refuses.
+_REFUSED = (True, False, 0, 0, 0)
+
+
+def _refused_as_given(speculative, parallel_drafting: bool) -> bool:
+    """Whether 0.34.0's own validation of the drafter refuses it (never on 0.33.0, which has none)."""
+    if not hasattr(speculative, "_verify_args"):
+        return False
+    # 0.34.0 refuses parallel drafting for any method but dflash and dspark here; it was
+    # given as the user gave it (None: not given) and is checked before anything the stub
+    # lacks is read.
+    speculative.parallel_drafting = parallel_drafting or None
+    try:
+        speculative._verify_args()
+    except ValueError:
+        return True
+    except AttributeError:
+        pass  # a later check reads what the stub does not carry
+    return False
 
 
 def _own(cls, name: str, optional: bool = False):
