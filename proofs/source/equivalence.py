@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from models import arith, prefill, scheduler
+from models import arith, deploy, prefill, scheduler
 from models.config import guard_accepts, resolve
 from models.geometry import DRAFT, RECURRENT, TARGET, CacheGroup
 from models.plan import recurrent_cadence
@@ -51,6 +52,18 @@ def exploring_under(conditions):
 
 def current_domain() -> tuple:
     return _domain.get()
+
+
+def model_on_proxies(function, *arguments):
+    """A model function written as plain Python (an `if`, a `%`), read as the shipped code is: on ints
+    it is called; on terms it runs on proxies, path by path, under the claim's domain, and its reading
+    is the if-then-else of its paths' values (proofs/source/reading.py)."""
+    from proofs.source.proxy import wrap
+    from proofs.source.reading import symbolic_or_concrete
+
+    files = {inspect.getsourcefile(function)}
+    run = lambda: function(*(wrap(a) for a in arguments))  # noqa: E731
+    return symbolic_or_concrete(run, files, arith.is_symbolic(*arguments), domain=current_domain())
 
 
 def _every_variant(_variant: Variant) -> bool:
@@ -286,6 +299,14 @@ ALL_SUBJECTS = (
         _alignment_model,
         lambda f, x: f.checkpoint_alignment(tuple(x[a] for a in ALIGNMENTS)),
         scope="three Mamba layers, each with or without an alignment",
+    ),
+    Subject(
+        "start_block",
+        ints("kernel_min", size=True),
+        lambda x: {"the smallest kernel block positive": x["kernel_min"] >= 1},
+        lambda v, x: model_on_proxies(deploy.start_block, v, x["kernel_min"]),
+        lambda f, x: f.start_block(x["kernel_min"]),
+        scope="one attention backend whose kernels take any multiple of kernel_min, no --block-size",
     ),
     Subject(
         "block_size_resolution",

@@ -26,6 +26,8 @@ SCHEDULER = "vllm.v1.core.sched.scheduler"
 KV_CACHE_INTERFACE = "vllm.v1.kv_cache_interface"
 KV_CACHE_UTILS = groups.KV_CACHE_UTILS
 PLATFORM = "vllm.platforms.interface"
+BACKEND = "vllm.v1.attention.backend"
+CACHE_CONFIG = "vllm.config.cache"
 ABSTRACT = platform.ABSTRACT
 # The classes whose methods a stand-in for `self` (or `cls`) runs from the
 # source when the function calls one the stand-in does not hold.
@@ -195,6 +197,24 @@ class ShippedFunctions:
         values = (computed, scheduled, cadence, previous, accepted, batch_offset)
         return self._call("advanced_state_column", _symbolic(*values), run, value=lambda v: tuple(map(term, v)))
 
+    def start_block(self, kernel_min):
+        """`AttentionBackend.get_preferred_block_size` of a backend whose kernels take any multiple of
+        `kernel_min` (one `MultipleOf`), asked for the release's `CacheConfig.DEFAULT_BLOCK_SIZE`, read
+        from its source (vllm/config/cache.py): the block `_align_hybrid_block_size` starts from when
+        --block-size is unset. The backend's `supports_block_size` runs from the source."""
+        default = self.loader.class_constant(CACHE_CONFIG, "CacheConfig", "DEFAULT_BLOCK_SIZE")
+
+        def run(f):
+            sizes = [platform.MultipleOf(_proxies(kernel_min)[0])]
+            backend = StandIn(
+                "the attention backend",
+                _methods=(self.loader, BACKEND, "AttentionBackend"),
+                get_supported_kernel_block_sizes=lambda: sizes,
+            )
+            return f(backend, default)
+
+        return self._call("start_block", _symbolic(kernel_min), run)
+
     def checkpoint_alignment(self, alignments):
         """`get_mamba_prefill_checkpoint_alignment` over one Mamba layer per
         alignment (0 for a layer that declares none): the lcm, None as 0."""
@@ -323,6 +343,7 @@ TARGETS = {
     "seeded_state_column": (resume.MAMBA_HYBRID, "MambaHybridModelState.add_request"),
     "advanced_state_column": (resume.MAMBA_UTILS, "preprocess_mamba_align_fused_kernel"),
     "checkpoint_alignment": (ABSTRACT, "get_mamba_prefill_checkpoint_alignment"),
+    "start_block": (BACKEND, "AttentionBackend.get_preferred_block_size"),
     # PR457's functions (patches/vllm-0.33.0/)
     "recurrent_cadence": (KV_CACHE_UTILS, "get_mamba_recurrent_block_size"),
     "eagle_spans": (KV_CACHE_UTILS, "get_eagle_group_block_spans"),

@@ -167,6 +167,19 @@ class Loader:
         except SourceError:
             return False
 
+    def class_constant(self, module: str, cls: str, name: str) -> object:
+        """A literal a class of the source assigns at its top (`DEFAULT_BLOCK_SIZE: ClassVar[int] = 16`),
+        read from the text; SourceError when the class or the literal is not there."""
+        node = _find_class(self._module(module).tree, cls)
+        for item in node.body if node is not None else ():
+            targets = item.targets if isinstance(item, ast.Assign) else [getattr(item, "target", None)]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets) and item.value is not None:
+                try:
+                    return ast.literal_eval(item.value)
+                except ValueError:
+                    break
+        raise SourceError(f"{self.source.label}: {module} has no literal {cls}.{name}")
+
     def method(self, module: str, cls: str, name: str) -> tuple[object, str] | None:
         """`cls.name` as the source defines it, in `cls` or in a base class
         that vLLM defines: (the loaded function, "method" | "staticmethod" |

@@ -76,8 +76,12 @@ class _QuietLogger:
 
 
 class MultipleOf:
-    """vLLM's kernel block size constraint class; the stand-in backends
-    list plain sizes, so no size is an instance of it."""
+    """vLLM's kernel block size constraint class: any multiple of `base`. The
+    resolution's stand-in backends list plain sizes, so none of their sizes is
+    an instance of it; the start block's backend lists one (functions.py)."""
+
+    def __init__(self, base=None) -> None:
+        self.base = base
 
 
 def page_lemmas(c: ConfigInputs):

@@ -1,0 +1,78 @@
+"""The subjects that tell vLLM 0.33.0 from 0.34.0 (docs/releases.md): each PROVED against its release's
+model, REFUTED by `source --diff` on an input that replays through both releases, and REFUTED when the
+model's counterpart is broken."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from models import deploy
+from models.variants import BASELINE, VLLM_0_34
+from proofs.engine.solver import PROVED, REFUTED
+from proofs.source.decide import equivalence
+from proofs.source.equivalence import subjects
+from proofs.source.functions import ShippedFunctions
+from proofs.source.loader import Loader, VllmSource
+from proofs.source.releases import WHEEL_CACHE, cached_wheel
+
+INSTALLED = VllmSource.installed()
+
+
+@pytest.fixture(scope="module")
+def release_0_33():
+    assert INSTALLED is not None and INSTALLED.version() == "0.33.0", "vLLM 0.33.0 is not installed"
+    return ShippedFunctions(Loader(INSTALLED), BASELINE)
+
+
+@pytest.fixture(scope="module")
+def release_0_34():
+    # The session's cache directory is its own (conftest.py): the user's wheel cache too.
+    user_cache = sorted((Path.home() / ".cache" / "gridproof" / "vllm-wheels").glob("vllm-0.34.0-*.whl"))
+    wheel = cached_wheel("0.34.0") or (user_cache[0] if user_cache else None)
+    if wheel is None:
+        pytest.skip(f"no vLLM 0.34.0 wheel cached: pip download vllm==0.34.0 --no-deps -d {WHEEL_CACHE}")
+    return ShippedFunctions(Loader(VllmSource("vLLM 0.34.0", wheel=wheel)), VLLM_0_34)
+
+
+def test_the_start_block_is_what_each_release_asks_of_its_backend(release_0_33, release_0_34):
+    assert [release_0_33.start_block(k) for k in (1, 16, 32, 64, 128)] == [16, 16, 32, 64, 128]
+    assert [release_0_34.start_block(k) for k in (1, 16, 32, 64, 128)] == [64, 64, 64, 64, 128]
+
+
+@pytest.mark.parametrize("release, variant", [("release_0_33", BASELINE), ("release_0_34", VLLM_0_34)])
+def test_the_start_block_is_proved_equal_to_the_release_model(request, release, variant):
+    verdict = equivalence(subjects(variant)["start_block"], request.getfixturevalue(release))
+    assert verdict.verdict == PROVED, verdict.reason
+
+
+def test_the_diff_finds_the_default_block_on_an_input_both_releases_replay(release_0_33, release_0_34):
+    verdict = equivalence(subjects(BASELINE)["start_block"], release_0_33, release_0_34)
+    assert verdict.verdict == REFUTED, verdict.reason
+    k = verdict.counterexample["kernel_min"]
+    assert verdict.values == (release_0_33.start_block(k), release_0_34.start_block(k))
+    assert verdict.values[0] != verdict.values[1]
+
+
+def _start_block_without_the_divisibility(variant, kernel_min):
+    """A plausible slip: the default wherever it is at least the kernel block, divisible or not."""
+    default = variant.default_block_size
+    return default if default >= kernel_min else kernel_min
+
+
+def test_a_broken_start_block_model_is_refuted(release_0_33, monkeypatch):
+    monkeypatch.setattr(deploy, "start_block", _start_block_without_the_divisibility)
+    verdict = equivalence(subjects(BASELINE)["start_block"], release_0_33)
+    assert verdict.verdict == REFUTED
+    k = verdict.counterexample["kernel_min"]
+    assert verdict.values == (release_0_33.start_block(k), _start_block_without_the_divisibility(BASELINE, k))
+
+
+def test_the_0_34_model_with_the_old_default_is_refuted(release_0_34):
+    stale = replace(VLLM_0_34, default_block_size=16)
+    verdict = equivalence(subjects(stale)["start_block"], release_0_34)
+    assert verdict.verdict == REFUTED
+    k = verdict.counterexample["kernel_min"]
+    assert verdict.values == (release_0_34.start_block(k), deploy.start_block(stale, k)) and 64 % k == 0
