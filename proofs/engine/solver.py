@@ -181,6 +181,21 @@ def encode(
     return Encoding(problem, dict(fixed or {}))
 
 
+@dataclass
+class _GoalQuery:
+    """A case's negated goal as last posed (`proof` its answer), and what posing it again has changed."""
+
+    encoding: Encoding
+    negated: z3.Solver
+    independent: set[str]  # hypotheses the goal does not depend on, left out of `negated`
+    text: str  # `negated` as exported and keyed in the query cache
+    proof: Answer
+    first_cost: int  # the rlimit the first posing cost when decided: it sizes the deletion checks
+    first_key: str
+    pinned_exactly: bool = False  # the claim read again with every lcm and gcd exact
+    spurious: Outcome | None = None  # the first model that did not replay
+
+
 class _Decision(Problem):
     """A Problem being decided: the decision procedure, case by case (the
     vacuity check, the proof query, the counterexamples replayed, the
@@ -258,13 +273,28 @@ class _Decision(Problem):
         """`searched`: the cheap refuters have already failed on this case
         (on the obligation whole, whose queries leave the flags free)."""
         encoding = self.encoding(case)
+        simplified = {name: z3.simplify(h) for name, h in encoding.hypotheses.items()}
+        vacuous = self._vacuity(case, encoding, simplified)
+        if vacuous is not None:
+            return vacuous
+        goal = self._negated_goal(encoding, simplified)
+        # From here `goal` holds the encoding alone: when a retry reads the claim again, the first
+        # encoding's terms are freed, and with them the term ids the later queries are given.
+        del encoding
+        refuted = self._past_spurious_models(goal, case)
+        if refuted is not None:
+            return refuted
+        return self._goal_outcome(goal, case, searched, simplified, known_needed)
+
+    def _vacuity(self, case: dict, encoding: Encoding, simplified: dict[str, z3.BoolRef]) -> Outcome | None:
+        """The case's outcome where its hypotheses contradict each other (VACUOUS) or their consistency is
+        not decided (UNKNOWN); None where some input satisfies them all."""
         # Vacuity: hypotheses that contradict each other prove anything. A
         # case's values can make a hypothesis false outright; otherwise a
         # model with every size pinned small settles most cases, then one in
         # the smallest geometries; then a short query without the lemma
         # families (a case that contradicts the hypotheses usually does so
         # plainly); then larger geometries; then the full query.
-        simplified = {name: z3.simplify(h) for name, h in encoding.hypotheses.items()}
         false = [name for name, h in simplified.items() if z3.is_false(h)]
         if false:
             where = " in this case" if case else ""
@@ -286,6 +316,10 @@ class _Decision(Problem):
         if answer == z3.unsat:
             core, _ = minimisation.minimal_hypotheses(self, encoding, z3.BoolVal(True, self.context))
             return self._excluded(case, encoding, core, f"the hypotheses contradict each other: {', '.join(core)}")
+        return None
+
+    def _negated_goal(self, encoding: Encoding, simplified: dict[str, z3.BoolRef]) -> _GoalQuery:
+        """The goal's negation under the hypotheses it depends on, posed once."""
         # Untracked: naming hypotheses for an unsat core blocks the solver's
         # equality solving, and measured slower by orders of magnitude here.
         independent = minimisation.independent_of_goal(encoding, simplified)
@@ -294,69 +328,77 @@ class _Decision(Problem):
         # Written once: the exported file and the query cache's key.
         text = negated.to_smt2()
         proof = self.check(negated, smt2=text)
-        answer = proof.result
         # What the proof cost when first decided: a reused answer sizes the
         # deletion checks as the same query decided alone would.
-        proof_cost, proof_key = proof.cost, proof.key
-        spurious = None
-        pinned_exactly = False
+        return _GoalQuery(encoding, negated, independent, text, proof, proof.cost, proof.key)
+
+    def _past_spurious_models(self, goal: _GoalQuery, case: dict) -> Outcome | None:
+        """The counterexample a model of the negated goal gives where it replays (REFUTED), else None,
+        `goal` posed again while its models do not replay: with every hypothesis, with every lcm and gcd
+        exact, then with each spurious model's inputs excluded (SPURIOUS_RETRIES in all)."""
         for _ in range(SPURIOUS_RETRIES):
-            if answer != z3.sat:
+            if goal.proof.result != z3.sat:
                 break
-            values = encoding.values(negated.model())
-            outcome = self._refuted(values, case, text)
+            values = goal.encoding.values(goal.negated.model())
+            outcome = self._refuted(values, case, goal.text)
             if outcome.verdict == REFUTED:
                 return outcome
-            if independent:
+            if goal.independent:
                 # The cone of influence left these hypotheses out, so Z3 chose
                 # their inputs freely: pose the query again with every
                 # hypothesis asserted before calling the model spurious.
-                negated.add(*(encoding.hypotheses[name] for name in sorted(independent)))
-                independent = set()
-                text = negated.to_smt2()
-                proof = self.check(negated, smt2=text)
-                answer = proof.result
+                goal.negated.add(*(goal.encoding.hypotheses[name] for name in sorted(goal.independent)))
+                goal.independent = set()
+                goal.text = goal.negated.to_smt2()
+                goal.proof = self.check(goal.negated, smt2=goal.text)
                 continue
-            if not pinned_exactly:
+            if not goal.pinned_exactly:
                 # The symbolic lcm and gcd over-approximate, and the lcm of a
                 # 0 term is an obligation where math.lcm gives 0: read the
                 # claim again with the lcm as math.lcm has it at 0 and every
                 # lcm and gcd pinned to its exact value, and pose the query
                 # again with every hypothesis.
-                pinned_exactly = True
-                encoding = Encoding(self, case, total_lcm=True)
-                negated = encoding.solver(tracked=False)
-                assert_all(negated, encoding.context.exact_definitions())
-                negated.add(z3.Not(encoding.goal))
-                independent = set()
-                text = negated.to_smt2()
-                proof = self.check(negated, smt2=text)
-                answer = proof.result
+                goal.pinned_exactly = True
+                goal.encoding = Encoding(self, case, total_lcm=True)
+                goal.negated = goal.encoding.solver(tracked=False)
+                assert_all(goal.negated, goal.encoding.context.exact_definitions())
+                goal.negated.add(z3.Not(goal.encoding.goal))
+                goal.independent = set()
+                goal.text = goal.negated.to_smt2()
+                goal.proof = self.check(goal.negated, smt2=goal.text)
                 continue
             # A model that does not replay exploits an encoding bug: look past
             # it for a real counterexample, but never report the theorem proved.
-            spurious = spurious or outcome
-            negated.add(z3.Or(*(encoding.inputs[v.name] != values[v.name] for v in encoding.free)))
-            proof = self.check(negated)
-            answer = proof.result
-        if answer == z3.sat:
-            return self._refuted(encoding.values(negated.model()), case, negated.to_smt2())
-        if spurious is not None:
-            return spurious
-        if answer == z3.unknown:
-            reason = proof.reason
+            goal.spurious = goal.spurious or outcome
+            goal.negated.add(z3.Or(*(goal.encoding.inputs[v.name] != values[v.name] for v in goal.encoding.free)))
+            goal.proof = self.check(goal.negated)
+        return None
+
+    def _goal_outcome(
+        self, goal: _GoalQuery, case: dict, searched: bool, simplified: dict[str, z3.BoolRef], known_needed: set[str]
+    ) -> Outcome:
+        """The case's outcome from the goal's last answer: REFUTED by its model, the first spurious model's
+        ERROR, UNKNOWN (after the small refuters, unless `searched`), or PROVED with the hypotheses it used."""
+        if goal.proof.result == z3.sat:
+            return self._refuted(goal.encoding.values(goal.negated.model()), case, goal.negated.to_smt2())
+        if goal.spurious is not None:
+            return goal.spurious
+        if goal.proof.result == z3.unknown:
+            reason = goal.proof.reason
             if not searched:
                 found = refutation.refute_small(self, case)
                 if found is not None:
                     return self._refuted(found, case)
-            if pinned_exactly:
+            if goal.pinned_exactly:
                 reason = f"a counterexample did not replay, and with every lcm and gcd exact: {reason}"
-            return Outcome(UNKNOWN, reason=f"goal: {reason}", queries=[self._query(case, "unknown", text)])
+            return Outcome(UNKNOWN, reason=f"goal: {reason}", queries=[self._query(case, "unknown", goal.text)])
         # Not needed in this case, without a check: a hypothesis true outright,
         # and those the proof did without.
-        idle = {name for name, h in simplified.items() if z3.is_true(h)} | independent
-        used, unconfirmed = minimisation.minimised(self, encoding, proof_key, proof_cost, known_needed, idle)
-        queries = [self._query(case, "unsat", text)]
+        idle = {name for name, h in simplified.items() if z3.is_true(h)} | goal.independent
+        used, unconfirmed = minimisation.minimised(
+            self, goal.encoding, goal.first_key, goal.first_cost, known_needed, idle
+        )
+        queries = [self._query(case, "unsat", goal.text)]
         return Outcome(PROVED, hypotheses_used=used, hypotheses_unconfirmed=unconfirmed, queries=queries)
 
     def _excluded(self, case: dict, encoding: Encoding, names: list[str], reason: str) -> Outcome:
