@@ -347,9 +347,99 @@ def same_choices(read: frozenset[str], decided: str, other: str) -> bool:
 def _run_theorem(
     theorem: Theorem, variant, variant_name: str, expected: str, run: SolverOptions, tier: str, context: z3.Context
 ) -> Entry:
+    """The entry of a theorem decided on Z3: its obligations (refute-first where a refutation is expected),
+    the proof held to what was recorded, the trace search's word, then the ablations of a proof or the
+    conjuncts of a refutation, each refuted alone."""
     started = time.perf_counter()
-    refuting = replace(run, refute_first=expected == REFUTED)
     recorded = recorded_inputs(theorem.name, variant_name)
+    refuting = replace(run, refute_first=expected == REFUTED)
+    found, outcomes = _decide_obligations(theorem, variant, variant_name, refuting, context, recorded)
+    verdict, reason, counterexample, used, unconfirmed = _combine(theorem, outcomes)
+    if verdict == PROVED == expected and not variant_name.startswith("mutant:"):
+        # Only where a proof is expected, which is where edges are recorded: a
+        # proof expected to be a refutation fails as a mismatch already.
+        verdict, reason = _proof_as_recorded(theorem, variant, variant_name, outcomes) or (verdict, reason)
+    decided = _Decided(
+        verdict,
+        reason,
+        counterexample,
+        found,
+        spent=sum(out.rlimit for _, out in outcomes) + (found.rlimit if found is not None else 0),
+        reused=sum(out.reused for _, out in outcomes) + (found.reused if found is not None else 0),
+    )
+    _settle_by_trace_search(decided, theorem.trace_search, outcomes, variant, run, context, recorded)
+    witnesses: dict[str, dict[str, dict]] = {"ablations": {}, "conjuncts_alone": {}}
+    ablations = {}
+    if decided.verdict == PROVED:
+        ablations = _ablations(theorem, variant, run, context, recorded, decided, witnesses["ablations"])
+    conjuncts_alone = {}
+    if decided.verdict == REFUTED:
+        conjuncts_alone = _conjuncts_alone(
+            theorem, variant_name, variant, run, context, recorded, outcomes, decided, witnesses["conjuncts_alone"]
+        )
+    found = decided.found
+    return Entry(
+        theorem=theorem.name,
+        variant=variant_name,
+        verdict=decided.verdict,
+        expected=expected,
+        rlimit=decided.spent,
+        seconds=round(time.perf_counter() - started, 3),
+        hypotheses_used=used,
+        hypotheses_unconfirmed=unconfirmed,
+        hypotheses=_hypothesis_names(variant, outcomes or [(theorem.trace_search, found)], context),
+        counterexample=decided.counterexample,
+        reason=decided.reason,
+        ablations=ablations,
+        conjuncts_alone=conjuncts_alone,
+        reused_queries=decided.reused,
+        reproduce=reproduce_command(theorem.name, [variant_name], run.rlimit, run.seed),
+        subject=theorem.subject,
+        statement=theorem.statement,
+        tier=tier,
+        source=formula_location(theorem.obligations[0].formula),
+        queries=_queries(outcomes, found if decided.verdict == REFUTED and found is not None else None, theorem),
+        witnesses=witnesses,
+    )
+
+
+def _proof_as_recorded(
+    theorem: Theorem, variant, variant_name: str, outcomes: list[tuple[Obligation, Outcome]]
+) -> tuple[str, str] | None:
+    """The verdict and reason of a proof that states less than recorded, None for one that does not: proved
+    over the domain recorded (proofs/records/edges.py), not a narrower one; failing, as recorded, at a
+    witness that it needs each hypothesis (proofs/records/needed.py): a goal weakened to hold there states
+    less; and reading every input it read when recorded (proofs/records/inputs_read.py)."""
+    return (
+        edges.excluded(theorem, variant_name, variant)
+        or needed.weakened(theorem, variant_name, variant)
+        or inputs_read.fewer_than_recorded(theorem.name, variant_name, outcomes)
+    )
+
+
+@dataclass
+class _Decided:
+    """A theorem's verdict for one variant as the phases of `_run_theorem` settle it, and what they cost."""
+
+    verdict: str
+    reason: str
+    counterexample: dict | None
+    found: Outcome | None  # the fresh-request trace search's outcome, where it ran
+    spent: int  # rlimit
+    reused: int  # queries answered from an identical one posed before
+
+
+def _decide_obligations(
+    theorem: Theorem,
+    variant,
+    variant_name: str,
+    refuting: SolverOptions,
+    context: z3.Context,
+    recorded: dict[str, tuple],
+) -> tuple[Outcome | None, list[tuple[Obligation, Outcome]]]:
+    """(the trace search's outcome, None where it was not run; each obligation decided, with its outcome).
+    Refute-first, the first refuted obligation ends the run: after the cheap refuters over every
+    obligation, the ones the manifest names conjuncts of first."""
     search = theorem.trace_search
     found = None
     if refuting.refute_first and search is not None:
@@ -371,83 +461,91 @@ def _run_theorem(
         outcomes.append((o, decide_obligation(o, variant, refuting, context, recorded)))
         if refuting.refute_first and outcomes[-1][1].verdict == REFUTED:
             break  # one refuted obligation refutes the theorem (or, with a trace search, starts it)
-    verdict, reason, counterexample, used, unconfirmed = _combine(theorem, outcomes)
-    if verdict == PROVED == expected and not variant_name.startswith("mutant:"):
-        # Proved over the domain recorded (proofs/records/edges.py), not a narrower one.
-        # Only where a proof is expected, which is where edges are recorded: a
-        # proof expected to be a refutation fails as a mismatch already.
-        # And failing, as recorded, at a witness that it needs each hypothesis
-        # (proofs/records/needed.py): a goal weakened to hold there states less. And
-        # reading every input it read when recorded (proofs/records/inputs_read.py).
-        verdict, reason = (
-            edges.excluded(theorem, variant_name, variant)
-            or needed.weakened(theorem, variant_name, variant)
-            or inputs_read.fewer_than_recorded(theorem.name, variant_name, outcomes)
-            or (verdict, reason)
-        )
-    spent = sum(out.rlimit for _, out in outcomes) + (found.rlimit if found is not None else 0)
-    reused = sum(out.reused for _, out in outcomes) + (found.reused if found is not None else 0)
+    return found, outcomes
+
+
+def _settle_by_trace_search(
+    decided: _Decided,
+    search: Obligation | None,
+    outcomes: list[tuple[Obligation, Outcome]],
+    variant,
+    run: SolverOptions,
+    context: z3.Context,
+    recorded: dict[str, tuple],
+) -> None:
+    """The trace search's word on `decided`: its refutation (or error) stands; a theorem left UNKNOWN by a
+    refuted step lemma is refuted where the search (run now, if it was not) finds a fresh request's trace."""
+    found = decided.found
     if found is not None and found.verdict in (REFUTED, ERROR):
-        verdict, counterexample = found.verdict, found.counterexample
-        reason = "a fresh request's trace violates it" if verdict == REFUTED else f"{search.name}: {found.reason}"
-    elif verdict == UNKNOWN and search is not None and any(o.verdict == REFUTED for _, o in outcomes):
+        decided.verdict, decided.counterexample = found.verdict, found.counterexample
+        decided.reason = (
+            "a fresh request's trace violates it" if found.verdict == REFUTED else f"{search.name}: {found.reason}"
+        )
+    elif decided.verdict == UNKNOWN and search is not None and any(o.verdict == REFUTED for _, o in outcomes):
         if found is None:
-            found = decide_obligation(search, variant, replace(run, refute_first=True), context, recorded)
-            spent += found.rlimit
-            reused += found.reused
+            found = decided.found = decide_obligation(
+                search, variant, replace(run, refute_first=True), context, recorded
+            )
+            decided.spent += found.rlimit
+            decided.reused += found.reused
         if found.verdict == REFUTED:
-            verdict, reason, counterexample = REFUTED, "a fresh request's trace violates it", found.counterexample
+            decided.verdict, decided.reason = REFUTED, "a fresh request's trace violates it"
+            decided.counterexample = found.counterexample
         else:
-            reason = (
+            decided.reason = (
                 "the step lemma fails at some state, and no fresh-request trace of the unrolled steps was found "
                 f"({found.verdict}: {found.reason})"
             )
+
+
+def _ablations(
+    theorem: Theorem,
+    variant,
+    run: SolverOptions,
+    context: z3.Context,
+    recorded: dict[str, tuple],
+    decided: _Decided,
+    witnesses: dict[str, dict],
+) -> dict[str, str]:
+    """Each hypothesis the theorem ablates, dropped from a proof: REFUTED where an obligation then fails (its
+    counterexample in `witnesses`), else the first obligation's verdict."""
     ablations = {}
-    witnesses: dict[str, dict[str, dict]] = {"ablations": {}, "conjuncts_alone": {}}
-    if verdict == PROVED:
-        for hypothesis in theorem.ablate:
-            ablation = replace(run, refute_first=True, drop=frozenset([hypothesis]))
-            dropped = [decide_obligation(o, variant, ablation, context, recorded) for o in theorem.obligations]
-            refuting = next((d for d in dropped if d.verdict == REFUTED), None)
-            ablations[hypothesis] = REFUTED if refuting is not None else dropped[0].verdict
-            if refuting is not None and refuting.counterexample:
-                witnesses["ablations"][hypothesis] = dict(refuting.counterexample)
-            reused += sum(d.reused for d in dropped)
+    for hypothesis in theorem.ablate:
+        ablation = replace(run, refute_first=True, drop=frozenset([hypothesis]))
+        dropped = [decide_obligation(o, variant, ablation, context, recorded) for o in theorem.obligations]
+        refuting = next((d for d in dropped if d.verdict == REFUTED), None)
+        ablations[hypothesis] = REFUTED if refuting is not None else dropped[0].verdict
+        if refuting is not None and refuting.counterexample:
+            witnesses[hypothesis] = dict(refuting.counterexample)
+        decided.reused += sum(d.reused for d in dropped)
+    return ablations
+
+
+def _conjuncts_alone(
+    theorem: Theorem,
+    variant_name: str,
+    variant,
+    run: SolverOptions,
+    context: z3.Context,
+    recorded: dict[str, tuple],
+    outcomes: list[tuple[Obligation, Outcome]],
+    decided: _Decided,
+    witnesses: dict[str, dict],
+) -> dict[str, str]:
+    """The verdict of each conjunct the manifest says a refuting mutant refutes alone (its counterexample in
+    `witnesses`); one that is not refuted says why in `decided.reason`."""
     conjuncts_alone = {}
-    if verdict == REFUTED:
-        refuted = next(((o, out) for o, out in outcomes if out.verdict == REFUTED), None)
-        for name in conjuncts_refuted_alone(theorem.name, variant_name):
-            alone, cost, shared = refuted_alone_verdict(theorem, name, variant, run, context, refuted, recorded)
-            conjuncts_alone[name] = alone.verdict
-            if alone.verdict == REFUTED and alone.counterexample:
-                witnesses["conjuncts_alone"][name] = dict(alone.counterexample)
-            spent += cost
-            reused += shared
-            if alone.verdict != REFUTED:
-                reason = "; ".join(r for r in (reason, f"the conjunct {name!r} alone: {alone.reason}") if r)
-    return Entry(
-        theorem=theorem.name,
-        variant=variant_name,
-        verdict=verdict,
-        expected=expected,
-        rlimit=spent,
-        seconds=round(time.perf_counter() - started, 3),
-        hypotheses_used=used,
-        hypotheses_unconfirmed=unconfirmed,
-        hypotheses=_hypothesis_names(variant, outcomes or [(search, found)], context),
-        counterexample=counterexample,
-        reason=reason,
-        ablations=ablations,
-        conjuncts_alone=conjuncts_alone,
-        reused_queries=reused,
-        reproduce=reproduce_command(theorem.name, [variant_name], run.rlimit, run.seed),
-        subject=theorem.subject,
-        statement=theorem.statement,
-        tier=tier,
-        source=formula_location(theorem.obligations[0].formula),
-        queries=_queries(outcomes, found if verdict == REFUTED and found is not None else None, theorem),
-        witnesses=witnesses,
-    )
+    refuted = next(((o, out) for o, out in outcomes if out.verdict == REFUTED), None)
+    for name in conjuncts_refuted_alone(theorem.name, variant_name):
+        alone, cost, shared = refuted_alone_verdict(theorem, name, variant, run, context, refuted, recorded)
+        conjuncts_alone[name] = alone.verdict
+        if alone.verdict == REFUTED and alone.counterexample:
+            witnesses[name] = dict(alone.counterexample)
+        decided.spent += cost
+        decided.reused += shared
+        if alone.verdict != REFUTED:
+            decided.reason = "; ".join(r for r in (decided.reason, f"the conjunct {name!r} alone: {alone.reason}") if r)
+    return conjuncts_alone
 
 
 def refuted_alone_verdict(
