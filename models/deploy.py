@@ -14,7 +14,7 @@ from typing import NamedTuple
 from models.config import ConfigInputs, ResolvedConfig, resolve
 from models.errors import GridproofError
 from models.geometry import DENSE_RETENTION, DRAFT, RECURRENT, TARGET, CacheGroup, Deployment, Geometry, Request
-from models.hf_config import NO_MTP, HybridModel, MtpLayers
+from models.hf_config import NO_MTP, HybridModel, MaxModelLenError, MtpLayers
 from models.variants import BASELINE, Variant
 
 # config/speculative.py use_eagle_block_drop: the EAGLE family; MTP methods are
@@ -379,7 +379,10 @@ def resolve_deployment(model: HybridModel, flags: ServeFlags, variant: Variant) 
     )
     if flags.max_num_batched_tokens is None and scheduler.prompt_budget == batched - scheduler.draft_slots:
         notes.append(f"no --max-num-batched-tokens: vLLM's server default {DEFAULT_BATCHED_TOKENS:,} assumed")
-    max_model_len = flags.max_model_len or model.max_position_embeddings
+    try:
+        max_model_len = model.context.max_model_len(flags.max_model_len)
+    except MaxModelLenError as error:
+        raise DeploymentError(f"{model.name}: {error}") from None
     draft = ""
     if scheduler.eagle_block_drop:
         draft = UNSHARDED_DRAFT if spec.separate_draft_group else SHARDED_DRAFT

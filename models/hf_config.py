@@ -115,7 +115,7 @@ class HybridModel:
     state_kind: str  # mamba1, mamba2, gdn, kda, linear_attention
     fields: dict
     prefill_checkpoint_alignment: int | None
-    max_position_embeddings: int | None
+    context: ContextLength
     mtp: MtpLayers = NO_MTP  # what an MTP draft reads of it
 
     def kv_heads_per_rank(self, tp: int) -> int:
@@ -233,6 +233,106 @@ def _optional_count(config: dict, key: str, least: int) -> int | None:
     return value
 
 
+# The keys vLLM derives a model's context length from, the least it states
+# (ModelArchConfigConvertorBase.derive_max_model_len_and_key), and its default where none is stated;
+# gridproof refuses such a config instead, since the model class's own default may apply first.
+CONTEXT_KEYS = (
+    "max_position_embeddings",
+    "n_positions",
+    "max_seq_len",
+    "seq_length",
+    "model_max_length",
+    "max_target_positions",
+    "max_sequence_length",
+    "max_seq_length",
+    "seq_len",
+)
+# RoPE types whose scaling factor the stated length already holds (config/model.py
+# _get_and_verify_max_len); any other type's factor scales it.
+PRESCALED_ROPE = ("su", "longrope", "llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling")
+
+
+class MaxModelLenError(ModelConfigError):
+    """--max-model-len above what the model's config allows (vLLM raises)."""
+
+
+@dataclass(frozen=True)
+class ContextLength:
+    """A model's context length as vLLM derives it from config.json (config/model.py
+    _get_and_verify_max_len, the same in 0.33.0 and 0.34.0): the least length key of the text
+    config (`model_max_length` where stated), scaled by the RoPE factor."""
+
+    key: str  # the key the length was read from
+    stated: int  # its value
+    derived: float  # the longest --max-model-len accepted (RoPE-scaled, so possibly fractional)
+    default: int  # max_model_len where --max-model-len is unset
+    model_max_length: int | None  # the top-level key that also admits a longer --max-model-len
+
+    def max_model_len(self, flag: int | None) -> int:
+        """The max_model_len vLLM runs with under --max-model-len `flag` (None: unset); MaxModelLenError
+        where vLLM refuses it (without VLLM_ALLOW_LONG_MAX_MODEL_LEN)."""
+        if flag is None:
+            return self.default
+        if flag > self.derived and (self.model_max_length is None or flag > self.model_max_length):
+            scaled = "" if self.derived == self.stated else f", {self.derived:,g} with its RoPE scaling"
+            raise MaxModelLenError(
+                f"--max-model-len {flag:,} is longer than the model's {self.key} ({self.stated:,}{scaled}); vLLM "
+                "refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, which gridproof does not model"
+            )
+        return flag
+
+
+def _rope_parameters(config: dict) -> list[dict]:
+    """Each layer type's RoPE parameters (`rope_parameters`, or the legacy `rope_scaling`), as vLLM's
+    iter_rope_parameters yields them."""
+    parameters = config.get("rope_parameters", config.get("rope_scaling"))
+    if not isinstance(parameters, dict) or not parameters:
+        return []
+    if all(isinstance(v, dict) for v in parameters.values()):
+        return [v for v in parameters.values() if v]
+    return [parameters]
+
+
+def _rope_type(parameters: dict) -> str:
+    return parameters.get("rope_type", parameters.get("type", "default"))
+
+
+def _rope_factor(config: dict) -> float:
+    """The RoPE scaling factor vLLM multiplies the stated length by: the last factor of a RoPE type the
+    length does not already hold."""
+    if "gemma3" in str(config.get("model_type")):
+        return 1.0
+    factor = 1.0
+    for parameters in _rope_parameters(config):
+        if _rope_type(parameters) not in PRESCALED_ROPE:
+            factor = parameters.get("factor", factor)
+    if factor is None:
+        return 1.0
+    if isinstance(factor, bool) or not isinstance(factor, int | float) or not 0 < factor <= MAX_TOKENS:
+        raise ModelConfigError(f"rope scaling factor: expected a positive number, got {factor!r}")
+    return float(factor)
+
+
+def context_length(config: dict, text: dict) -> ContextLength:
+    """The context length of a config.json (`config`) whose text config is `text` (the same dict for a
+    model without one)."""
+    stated = {key: _optional_count(text, key, 1) for key in CONTEXT_KEYS}
+    stated = {key: value for key, value in stated.items() if value is not None}
+    if not stated:
+        raise ModelConfigError(
+            f"states none of {', '.join(CONTEXT_KEYS[:2])}, ... (vLLM would take the model class's default "
+            "context length, which gridproof does not model)"
+        )
+    key = min(stated, key=lambda k: (stated[k], CONTEXT_KEYS.index(k)))
+    if text.get("model_max_length"):
+        key = "model_max_length"
+    derived = stated[key] * _rope_factor(config)
+    default = int(derived)
+    if any(_rope_type(parameters) == "longrope" for parameters in _rope_parameters(config)):
+        default = _optional_count(config, "original_max_position_embeddings", 1) or default
+    return ContextLength(key, stated[key], derived, default, _optional_count(config, "model_max_length", 1))
+
+
 def _attention(config: dict) -> tuple[int, int]:
     heads = _need(config, "num_key_value_heads")
     if config.get("head_dim") is not None:
@@ -324,6 +424,7 @@ def parse_model(config: dict, name: str, source: str = "") -> HybridModel:
         mtp = mtp_layers(config)
     except ModelConfigError as error:
         raise ModelConfigError(f"{name}: {error}") from None
+    top = config
     if isinstance(config.get("text_config"), dict) and "model_type" in config["text_config"]:
         config = {**config["text_config"], **{k: v for k, v in config.items() if k == "_source"}}
     model_type = config.get("model_type")
@@ -338,7 +439,7 @@ def parse_model(config: dict, name: str, source: str = "") -> HybridModel:
         alignment = _optional_count(config, "prefill_checkpoint_alignment", 0)
         if "prefill_checkpoint_alignment" not in config:
             alignment = LAYER_CHECKPOINT_ALIGNMENT.get(kind)
-        max_position_embeddings = _optional_count(config, "max_position_embeddings", 1)
+        context = context_length(top, config)
     except ModelConfigError as error:
         raise ModelConfigError(f"{name}: {error}") from None
     return HybridModel(
@@ -352,7 +453,7 @@ def parse_model(config: dict, name: str, source: str = "") -> HybridModel:
         state_kind=kind,
         fields=fields,
         prefill_checkpoint_alignment=alignment,
-        max_position_embeddings=max_position_embeddings,
+        context=context,
         mtp=mtp,
     )
 

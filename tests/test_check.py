@@ -390,6 +390,28 @@ def test_a_config_json_path_and_malformed_files(tmp_path, capsys):
     )
 
 
+def test_the_context_length_is_vllms(tmp_path, capsys):
+    """max_model_len as vLLM derives it from config.json (the least length key, RoPE-scaled): the typical
+    request fits it, a longer --max-model-len is refused as vLLM refuses it, and a config that states no
+    length is refused rather than given a default gridproof cannot know."""
+    config = json.loads(_family_text("granite-4.0-h"))
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, "seq_length": 8192}))
+    status, result = check_json(capsys, "--model", str(path))
+    assert result["typical_request"]["tokens"] == 8191, result["typical_request"]
+    assert main(["check", "--model", str(path), "--max-model-len", "8193"]) == 2
+    assert capsys.readouterr().err == (
+        f"gridproof: error: {path}: --max-model-len 8,193 is longer than the model's seq_length (8,192); vLLM "
+        "refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, which gridproof does not model\n"
+    )
+    path.write_text(json.dumps({**config, "rope_scaling": {"rope_type": "linear", "factor": 2.0}}))
+    status, result = check_json(capsys, "--model", str(path), "--max-model-len", "262144")
+    assert status in (0, 1) and result["typical_request"]["tokens"] == 100_000
+    path.write_text(json.dumps({k: v for k, v in config.items() if k != "max_position_embeddings"}))
+    assert main(["check", "--model", str(path)]) == 2
+    assert "states none of max_position_embeddings, n_positions" in capsys.readouterr().err
+
+
 def test_a_budget_of_one_token_says_the_law_is_not_run(capsys):
     """A prefill of one token a step: checking the law on enough lengths would take minutes, so check
     says so at once (NOT RUN, with why) rather than running them or guessing."""

@@ -39,7 +39,17 @@ from models.deploy import (
     token_flag,
 )
 from models.errors import GridproofError
-from models.hf_config import MTP_HIDDEN, NEXTN, MtpLayers, kv_element_bytes, load_model, mtp_layers
+from models.hf_config import (
+    FAMILY_DIR,
+    MTP_HIDDEN,
+    NEXTN,
+    ModelConfigError,
+    MtpLayers,
+    kv_element_bytes,
+    load_model,
+    mtp_layers,
+    parse_model,
+)
 from models.scheduler import SplitCall, SplitParams, checkpoint_position, checkpoint_valid, split
 from models.variants import PR457, PR457_GUARDED
 from proofs.catalog.base import Theorem
@@ -170,6 +180,22 @@ def _state(_variant, x: dict) -> tuple:
     return json.dumps([math.prod(t.shape) for t in tensors]), json.dumps([t.dtype for t in tensors])
 
 
+def context_config(x: dict) -> dict:
+    """The config.json a recorded context-length case stands for: a built-in family's, with the case's
+    keys set over it."""
+    return {**json.loads((FAMILY_DIR / f"{x['model']}.json").read_text(encoding="utf-8")), **json.loads(x["keys_json"])}
+
+
+def _max_model_len(_variant, x: dict) -> tuple:
+    """`gridproof check`'s max_model_len (models.hf_config.ContextLength) for a config.json and a
+    --max-model-len (0: unset)."""
+    try:
+        context = parse_model(context_config(x), x["model"]).context
+        return False, context.max_model_len(x["max_model_len"] or None)
+    except ModelConfigError:
+        return True, 0
+
+
 FUNCTIONS = {
     # The flags `gridproof check` reads: "" for no --speculative-config, a
     # max_num_scheduled_tokens of 0 for the flag unset, refused where vLLM raises.
@@ -218,6 +244,9 @@ FUNCTIONS = {
         ("block_size", "mamba_block_size", "mamba_page_size_padded"),
         _resolve,
     ),
+    # The max_model_len vLLM runs a built-in model with under --max-model-len (0: unset), with the
+    # context-length and RoPE keys of `keys_json` set over its config.json; refused where vLLM raises.
+    "max_model_len": RecordedFunction(("model", "keys_json", "max_model_len"), ("refused", "value"), _max_model_len),
     # The block vLLM starts from when --block-size is unset, for an attention backend whose kernels take
     # any multiple of `kernel_min` (its preferred block for the release's default block size).
     "start_block": RecordedFunction(

@@ -282,6 +282,35 @@ MUTANTS = {
             base=BASELINE,
         ),
         _mutant(
+            "context-length-from-one-key",
+            "`check` reads a model's context length from max_position_embeddings alone: a config.json that also "
+            "states a shorter seq_length or n_positions runs longer prompts than vLLM accepts",
+            "hf_config",
+            "context_length",
+            "stated = {key: _optional_count(text, key, 1) for key in CONTEXT_KEYS}",
+            "stated = {key: _optional_count(text, key, 1) for key in CONTEXT_KEYS[:1]}",
+            base=BASELINE,
+        ),
+        _mutant(
+            "rope-factor-of-every-type",
+            "`check` scales the context length by every RoPE factor, YaRN's included, which the stated length "
+            "already holds: a YaRN x4 model is taken to run four times the prompts vLLM accepts",
+            "hf_config",
+            "_rope_factor",
+            "if _rope_type(parameters) not in PRESCALED_ROPE:",
+            "if parameters:",
+            base=BASELINE,
+        ),
+        _mutant(
+            "max-model-len-over-config-accepted",
+            "`check` takes any --max-model-len, where vLLM refuses one longer than the model's config allows",
+            "hf_config",
+            "ContextLength.max_model_len",
+            "if flag > self.derived and (self.model_max_length is None or flag > self.model_max_length):",
+            "if flag > self.derived and self.model_max_length is not None and flag > self.model_max_length:",
+            base=BASELINE,
+        ),
+        _mutant(
             "kv-cache-dtype-not-passed",
             "`check` sizes the attention page in the model's dtype whatever --kv-cache-dtype says: an fp8 KV cache "
             "resolves the block of a bf16 one",

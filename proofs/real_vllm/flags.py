@@ -8,6 +8,7 @@ read from that source, not run."""
 from __future__ import annotations
 
 import argparse
+import json
 
 
 class RealKvCacheDtype:
@@ -66,3 +67,40 @@ class RealStartBlock:
             "KernelBlocksOf", (self._base,), {"get_supported_kernel_block_sizes": staticmethod(lambda: sizes)}
         )
         return backend.get_preferred_block_size(self._default)
+
+
+class RealContextLength:
+    """vLLM's max_model_len for a config.json and --max-model-len: the config read as a
+    `PretrainedConfig` with its RoPE parameters standardised (`patch_rope_parameters`), the length keys
+    read by the model type's architecture convertor, then `_get_and_verify_max_len` (config/model.py)
+    as `ModelConfig` calls it without a tokenizer config or sliding window."""
+
+    def __init__(self) -> None:
+        import vllm.config  # noqa: F401  (the convertor module is imported through the config package)
+        from transformers import PretrainedConfig
+        from vllm.config.model import _get_and_verify_max_len
+        from vllm.transformers_utils.config import get_hf_text_config, patch_rope_parameters
+        from vllm.transformers_utils.model_arch_config_convertor import (
+            MODEL_ARCH_CONFIG_CONVERTORS,
+            ModelArchConfigConvertorBase,
+        )
+
+        self._config, self._patch, self._text = PretrainedConfig, patch_rope_parameters, get_hf_text_config
+        self._convertors, self._base, self._verify = (
+            MODEL_ARCH_CONFIG_CONVERTORS,
+            ModelArchConfigConvertorBase,
+            (_get_and_verify_max_len),
+        )
+
+    def read(self, config: dict, max_model_len: int | None) -> tuple[bool, int]:
+        """(refused, the max_model_len vLLM runs with): refused where vLLM raises."""
+        from types import SimpleNamespace
+
+        hf_config = self._config.from_dict(json.loads(json.dumps(config)))
+        self._patch(hf_config)
+        convertor = self._convertors.get(hf_config.model_type, self._base)(hf_config, self._text(hf_config))
+        arch = SimpleNamespace(derived_max_model_len_and_key=convertor.derive_max_model_len_and_key())
+        try:
+            return False, self._verify(hf_config, arch, None, max_model_len, False, None)
+        except ValueError:
+            return True, 0

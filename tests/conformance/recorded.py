@@ -265,6 +265,7 @@ READERS = {
     "real_state": ("state", "RealStateTensors"),
     "real_kv_dtype": ("flags", "RealKvCacheDtype"),
     "real_start_block": ("flags", "RealStartBlock"),
+    "real_context_length": ("flags", "RealContextLength"),
 }
 
 
@@ -278,6 +279,45 @@ def load_reader(module: str, name: str):
 # The smallest kernel blocks a backend may declare (a multiple of each): below, at and above either
 # release's default block, its divisors and not, and the built-in models' kernels.
 START_BLOCK_KERNELS = (1, 2, 8, 12, 16, 24, 32, 48, 64, 80, 96, 128, 144, 256, 576)
+
+
+# Context-length and RoPE keys set over a built-in model's config.json: each length key vLLM reads
+# (shorter and longer than the stated one), model_max_length both ways, and each kind of RoPE
+# scaling (linear, the legacy "type", dynamic, a YaRN factor that is not applied, a fraction, none).
+CONTEXT_KEYS = (
+    {},
+    {"seq_length": 8192},
+    {"n_positions": 300000},
+    {"max_seq_len": 131072, "seq_len": 65536},
+    {"model_max_length": 500000},
+    {"model_max_length": 4096},
+    {"rope_scaling": {"rope_type": "linear", "factor": 2.0}},
+    {"rope_scaling": {"type": "dynamic", "factor": 4}},
+    {"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 65536}},
+    {"rope_parameters": {"rope_type": "linear", "factor": 1.5, "rope_theta": 10000.0}},
+    {"rope_scaling": {"rope_type": "default"}},
+    {"max_position_embeddings": 100001, "rope_scaling": {"rope_type": "linear", "factor": 1.5}},
+)
+CONTEXT_FLAGS = (0, 8192, 262144, 262145, 1048577)
+
+
+def context_cases() -> list[tuple]:
+    """Every built-in model as it is, under each --max-model-len; three of them with each of CONTEXT_KEYS."""
+    names = builtin_model_names()
+    cases = [(name, "{}", flag) for name in names for flag in CONTEXT_FLAGS]
+    for name, keys, flag in itertools.product(
+        ("granite-4.0-h", "kimi-k3", "qwen3-next"), CONTEXT_KEYS[1:], CONTEXT_FLAGS
+    ):
+        cases.append((name, json.dumps(keys, sort_keys=True), flag))
+    return cases
+
+
+def _context_row(real_context_length, model: str, keys_json: str, flag: int) -> list | None:
+    from proofs.catalog.recorded import context_config
+
+    config = {k: v for k, v in context_config({"model": model, "keys_json": keys_json}).items() if k[0] != "_"}
+    read = _returned(real_context_length.read, config, flag or None)
+    return None if read is None else [model, keys_json, flag, *read]
 
 
 def kv_dtype_cases() -> list[tuple]:
@@ -295,6 +335,7 @@ def record(
     real_state,
     real_kv_dtype,
     real_start_block,
+    real_context_length,
 ) -> dict:
     rng = random.Random(SEED)
     split_cases = _sample(rng, list(boundaries.split_cases()), SPLIT_BOUNDARY_CASES)
@@ -336,6 +377,9 @@ def record(
         ],
         "kv_dtype": [[kv, model, *real_kv_dtype.read(kv, model)] for kv, model in kv_dtype_cases()],
         "start_block": [[kernel, real_start_block.read(kernel)] for kernel in START_BLOCK_KERNELS],
+        "max_model_len": [
+            row for row in (_context_row(real_context_length, *case) for case in context_cases()) if row is not None
+        ],
     }
     result = {"vllm": installed_version(), "recorded_by": f"tests/conformance/recorded.py, seed {SEED}"}
     for name, function in FUNCTIONS.items():
