@@ -323,7 +323,7 @@ def context_length(config: dict, text: dict) -> ContextLength:
             f"states none of {', '.join(CONTEXT_KEYS[:2])}, ... (vLLM would take the model class's default "
             "context length, which gridproof does not model)"
         )
-    key = min(stated, key=lambda k: (stated[k], CONTEXT_KEYS.index(k)))
+    key = min(stated, key=stated.get)  # the first of the least, in vLLM's order
     if text.get("model_max_length"):
         key = "model_max_length"
     derived = stated[key] * _rope_factor(config)
