@@ -563,6 +563,57 @@ def ratio(peer: Search, grid: Search, cap: float) -> tuple[float | None, str]:
     return value, (text if peer.found else f">{text}")
 
 
+RACE_COLUMNS = (
+    "property",
+    "theorem",
+    "gridproof s",
+    "theorem s",
+    "Hypothesis s",
+    "Hyp inputs",
+    "CrossHair s",
+    "Hyp/grid",
+    "CH/grid",
+)
+
+
+@dataclass
+class RaceTally:
+    """The race so far: its table (RACE_COLUMNS first), the peers' ratios to gridproof, the notes, and each
+    mutant's (gridproof, Hypothesis) searches."""
+
+    rows: list[tuple[str, ...]] = field(default_factory=lambda: [RACE_COLUMNS])
+    hyp_ratios: list[float] = field(default_factory=list)
+    ch_ratios: list[float] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    per_mutant: dict[str, list[tuple[Search, Search]]] = field(default_factory=dict)
+
+    def add(self, prop: Property, grid: Search, whole: float, hyp: Search, ch: Search, cap: float) -> None:
+        """One property's searches: its row, its ratios and the notes gridproof and CrossHair left."""
+        self.per_mutant.setdefault(prop.label, []).append((grid, hyp))
+        hr, hr_text = ratio(hyp, grid, cap)
+        cr, cr_text = ratio(ch, grid, cap)
+        if hr is not None:
+            self.hyp_ratios.append(hr)
+        if cr is not None:
+            self.ch_ratios.append(cr)
+        self.rows.append(
+            (
+                prop.label,
+                prop.theorem,
+                seconds(grid.seconds) if grid.found else f"not refuted ({seconds(grid.seconds)})",
+                seconds(whole) if whole != float("inf") else "not refuted",
+                seconds(hyp.seconds) if hyp.found else f"> {cap:g} (none)",
+                hyp.note,
+                seconds(ch.seconds) if ch.found else f"> {cap:g} (none)",
+                hr_text,
+                cr_text,
+            )
+        )
+        for who, search in (("gridproof", grid), ("Hypothesis", hyp), ("CrossHair", ch)):
+            if search.note and who != "Hypothesis":
+                self.notes.append(f"{prop.label} / {prop.theorem}: {who}: {search.note}")
+
+
 def bench_race(quick: bool, cap: float, seed: int, only: str | None) -> None:
     """Section 3: race gridproof, Hypothesis and CrossHair on each property (those whose label, theorem or
     variant contains `only`, where given), the peers capped at `cap` seconds; print the table, the median
@@ -575,23 +626,7 @@ def bench_race(quick: bool, cap: float, seed: int, only: str | None) -> None:
         f"refutation race: {len(properties)} properties; peers capped at {cap:g} s each "
         f"(Hypothesis {hypothesis.__version__}, seed {seed}; CrossHair {crosshair.__version__})"
     )
-    rows = [
-        (
-            "property",
-            "theorem",
-            "gridproof s",
-            "theorem s",
-            "Hypothesis s",
-            "Hyp inputs",
-            "CrossHair s",
-            "Hyp/grid",
-            "CH/grid",
-        )
-    ]
-    hyp_ratios: list[float] = []
-    ch_ratios: list[float] = []
-    notes: list[str] = []
-    per_mutant: dict[str, list[tuple[Search, Search]]] = {}
+    tally = RaceTally()
     with tempfile.TemporaryDirectory(prefix="gridproof-bench-") as tmp:
         directory = Path(tmp)
         start_up = None if quick else crosshair_start_up(directory, cap)
@@ -600,34 +635,27 @@ def bench_race(quick: bool, cap: float, seed: int, only: str | None) -> None:
             grid, whole = gridproof_refute(prop)
             hyp = hypothesis_search(prop, cap, seed)
             ch = crosshair_search(prop, cap, directory, i)
-            per_mutant.setdefault(prop.label, []).append((grid, hyp))
-            hr, hr_text = ratio(hyp, grid, cap)
-            cr, cr_text = ratio(ch, grid, cap)
-            if hr is not None:
-                hyp_ratios.append(hr)
-            if cr is not None:
-                ch_ratios.append(cr)
-            rows.append(
-                (
-                    prop.label,
-                    prop.theorem,
-                    seconds(grid.seconds) if grid.found else f"not refuted ({seconds(grid.seconds)})",
-                    seconds(whole) if whole != float("inf") else "not refuted",
-                    seconds(hyp.seconds) if hyp.found else f"> {cap:g} (none)",
-                    hyp.note,
-                    seconds(ch.seconds) if ch.found else f"> {cap:g} (none)",
-                    hr_text,
-                    cr_text,
-                )
-            )
-            for who, search in (("gridproof", grid), ("Hypothesis", hyp), ("CrossHair", ch)):
-                if search.note and who != "Hypothesis":
-                    notes.append(f"{prop.label} / {prop.theorem}: {who}: {search.note}")
-    print(table(rows, right={2, 3, 4, 5, 6, 7, 8}))
+            tally.add(prop, grid, whole, hyp, ch, cap)
+    print(table(tally.rows, right={2, 3, 4, 5, 6, 7, 8}))
     print()
     print("  gridproof s: the property decided refute-first, as the runner does; theorem s: the whole theorem")
     print("  (run_theorem; for the headline, step lemma then trace search). Ratios use the property's time.")
-    for who, ratios in (("Hypothesis", hyp_ratios), ("CrossHair", ch_ratios)):
+    _print_race_summary(tally, cap, start_up)
+    print()
+    _print_fastest_per_mutant(tally.per_mutant, cap)
+    if tally.notes:
+        print()
+        print("  notes:")
+        for note in tally.notes:
+            print(f"    {note}")
+    print()
+
+
+def _print_race_summary(tally: RaceTally, cap: float, start_up: float | None) -> None:
+    """The median ratio of each peer, the properties each found nothing for, those gridproof did not
+    refute, and CrossHair's fixed cost where it was measured."""
+    rows = tally.rows
+    for who, ratios in (("Hypothesis", tally.hyp_ratios), ("CrossHair", tally.ch_ratios)):
         if ratios:
             below = sum(r < 10 for r in ratios)
             target = " (target: at least 10x)" if who == "Hypothesis" else ""
@@ -647,7 +675,11 @@ def bench_race(quick: bool, cap: float, seed: int, only: str | None) -> None:
         print(f"  gridproof did not refute {lost} of {len(rows) - 1} properties within the manifest's rlimit")
     if start_up is not None:
         print(f"  CrossHair's fixed cost, process start to a report on a trivial property: {start_up:.2f} s")
-    print()
+
+
+def _print_fastest_per_mutant(per_mutant: dict[str, list[tuple[Search, Search]]], cap: float) -> None:
+    """For each mutant, the fastest of its properties gridproof and Hypothesis refuted, and whether
+    gridproof was first."""
     print("  per mutant, the fastest property of each (a mutant is refuted when any of its theorems is):")
     mutant_rows = [("mutant", "gridproof s", "Hypothesis s", "gridproof first")]
     for label, results in per_mutant.items():
@@ -658,12 +690,6 @@ def bench_race(quick: bool, cap: float, seed: int, only: str | None) -> None:
             (label, "not refuted" if g is None else seconds(g), f"> {cap:g}" if h is None else seconds(h), first)
         )
     print(table(mutant_rows, right={1, 2}))
-    if notes:
-        print()
-        print("  notes:")
-        for note in notes:
-            print(f"    {note}")
-    print()
 
 
 # --- main --------------------------------------------------------------------------------
