@@ -235,32 +235,13 @@ def run_prefill(
     from its repetitions' starts reproduce it, within the prompt
     (`_repetitions`), and the run jumps past them (`Trace.repeat`) and steps on
     to the end."""
-    budgets = [budgets] if isinstance(budgets, int) else list(budgets)
-    if not budgets:
-        raise BudgetError("budget: at least one value is needed")
-    for b in budgets:
-        if b <= 0:
-            raise BudgetError(f"budget: every budget must be a positive integer, got {b}")
+    budgets = _checked_budgets(budgets)
     request = plan.geometry.request
     prompt = request.prompt_tokens if prompt_tokens is None else prompt_tokens
     outputs = request.output_tokens if output_tokens is None else output_tokens
     tokens = prompt + outputs
-    settled = len(budgets) - 1  # the first step whose budget every later step keeps
-
-    def chunk_at(step: int, computed: int) -> Chunk:
-        s = prefill_step(
-            plan.variant,
-            plan.split,
-            plan.cadence,
-            computed,
-            budgets[min(step, settled)],
-            prompt,
-            tokens,
-            split_function,
-            plan.prefill_lookahead,
-        )
-        return Chunk(step, computed, s.requested, s.end, s.published, state_column(s.end, plan.cadence))
-
+    run = PrefillSteps(plan, budgets, prompt, tokens, split_function)
+    settled = run.settled
     trace = Trace(plan=plan)
     grid = grid_period(plan)
     # Condensing reads the model's split only: another split function (the real one) is run step by step.
@@ -277,20 +258,16 @@ def run_prefill(
         if first_at is not None and step >= settled:
             residue = computed % grid
             if residue in first_at:
-                cycle = trace.chunks[first_at[residue] :]
-                # The fewest repetitions that take the run beyond step condense_beyond.
-                least = max(1, (condense_beyond - step) // len(cycle) + 1)
-                times = _repetitions(cycle, chunk_at, min(prompt, tokens), plan.cadence, least)
-                if times:
-                    advance = computed - cycle[0].start
-                    trace.repeat = Repeat(first=first_at[residue], length=len(cycle), times=times, tokens=advance)
-                    computed += times * advance
-                    step += times * len(cycle)
+                repeat = run.repeat_from(trace.chunks, first_at[residue], step, computed, condense_beyond)
+                if repeat is not None:
+                    trace.repeat = repeat
+                    computed += repeat.times * repeat.tokens
+                    step += repeat.times * repeat.length
                     first_at = None
                     continue
             else:
                 first_at[residue] = len(trace.chunks)
-        chunk = chunk_at(step, computed)
+        chunk = run.chunk_at(step, computed)
         trace.chunks.append(chunk)
         if chunk.end == computed and step >= settled:
             trace.stalled_at = step  # every later step repeats this one exactly
@@ -298,6 +275,62 @@ def run_prefill(
         computed = chunk.end
         step += 1
     return trace
+
+
+def _checked_budgets(budgets: Sequence[int] | int) -> list[int]:
+    """The budgets as a list, one at least and each positive (else BudgetError)."""
+    budgets = [budgets] if isinstance(budgets, int) else list(budgets)
+    if not budgets:
+        raise BudgetError("budget: at least one value is needed")
+    for b in budgets:
+        if b <= 0:
+            raise BudgetError(f"budget: every budget must be a positive integer, got {b}")
+    return budgets
+
+
+@dataclass
+class PrefillSteps:
+    """The steps of one request's prefill under its budgets: the chunk the run takes from any start
+    (`chunk_at`), and how often a cycle of them repeats (`repeat_from`)."""
+
+    plan: Plan
+    budgets: list[int]  # one per step, the last repeating
+    prompt: int
+    tokens: int  # the prompt's and the outputs'
+    split_function: object = None  # `split_function(params, call)`: another split than the model's
+    settled: int = field(init=False)  # the first step whose budget every later step keeps
+
+    def __post_init__(self) -> None:
+        self.settled = len(self.budgets) - 1
+
+    def chunk_at(self, step: int, computed: int) -> Chunk:
+        """The chunk of step `step`, starting at `computed` tokens."""
+        plan = self.plan
+        s = prefill_step(
+            plan.variant,
+            plan.split,
+            plan.cadence,
+            computed,
+            self.budgets[min(step, self.settled)],
+            self.prompt,
+            self.tokens,
+            self.split_function,
+            plan.prefill_lookahead,
+        )
+        return Chunk(step, computed, s.requested, s.end, s.published, state_column(s.end, plan.cadence))
+
+    def repeat_from(
+        self, chunks: list[Chunk], first: int, step: int, computed: int, condense_beyond: int
+    ) -> Repeat | None:
+        """The repeat of the cycle `chunks[first:]`, which the run at `step` and `computed` tokens closes,
+        taking the run beyond step `condense_beyond` (`_repetitions`); None where it repeats too few times."""
+        cycle = chunks[first:]
+        # The fewest repetitions that take the run beyond step condense_beyond.
+        least = max(1, (condense_beyond - step) // len(cycle) + 1)
+        times = _repetitions(cycle, self.chunk_at, min(self.prompt, self.tokens), self.plan.cadence, least)
+        if not times:
+            return None
+        return Repeat(first=first, length=len(cycle), times=times, tokens=computed - cycle[0].start)
 
 
 def _repetitions(cycle: list[Chunk], chunk_at, bound: int, cadence: int, least: int) -> int:

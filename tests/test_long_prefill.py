@@ -82,7 +82,11 @@ def test_condensed_prefills_equal_the_step_by_step_ones():
     # the condensing itself (the catalogue's prefill-condensed-is-explicit refutes those), and one whose plan
     # leaves the cadence out of the spans: the condensing's grid period is a multiple of R because the
     # recurrent group's span is R (plan-group-spans refutes it).
-    condensing = {m.name for m in MUTANTS.values() if m.patch.function in ("run_prefill", "_shifted")}
+    condensing = {
+        m.name
+        for m in MUTANTS.values()
+        if m.patch.function in ("run_prefill", "_shifted") or m.patch.function.startswith("PrefillSteps.")
+    }
     condensing.add("recurrent-block-unresolved")
     names = [n for n in known_names() if n.removeprefix(PREFIX) not in condensing]
     condensed = 0
