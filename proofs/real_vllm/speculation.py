@@ -95,11 +95,11 @@ class RealSpeculation:
         if method:
             speculative = self._speculative_config(
                 method,
-                num_speculative_tokens,
-                disable_eagle_block_drop,
-                disable_lookahead_block_hashes,
                 parallel_drafting,
                 mtp_layers,
+                num_speculative_tokens=num_speculative_tokens,
+                disable_eagle_block_drop=disable_eagle_block_drop,
+                disable_lookahead_block_hashes=disable_lookahead_block_hashes,
             )
             if _refused_as_given(speculative, parallel_drafting):
                 return _REFUSED
@@ -123,22 +123,13 @@ class RealSpeculation:
             return False, False, config.num_hash_lookahead_tokens, 0, budget
         return False, speculative.use_eagle_block_drop(), config.num_hash_lookahead_tokens, slots, budget
 
-    def _speculative_config(
-        self,
-        method: str,
-        num_speculative_tokens: int,
-        disable_eagle_block_drop: bool,
-        disable_lookahead_block_hashes: bool,
-        parallel_drafting: bool,
-        mtp_layers: int,
-    ):
-        """The stub `SpeculativeConfig` of a drafter, with every field its methods read."""
+    def _speculative_config(self, method: str, parallel_drafting: bool, mtp_layers: int, **given: int | bool):
+        """The stub `SpeculativeConfig` of a drafter, with every field its methods read: `given`, the
+        token count and the two disabling flags, as they are."""
         speculative = self._speculative()
         speculative.__dict__.update(
             method=method,
-            num_speculative_tokens=num_speculative_tokens,
-            disable_eagle_block_drop=disable_eagle_block_drop,
-            disable_lookahead_block_hashes=disable_lookahead_block_hashes,
+            **given,
             # SpeculativeConfig.__post_init__ turns it on for dflash and dspark (0.33.0).
             parallel_drafting=parallel_drafting or method in ("dflash", "dspark"),
             # For MTP the draft is the target model; its config as vLLM's getattr reads it: the
