@@ -10,7 +10,8 @@ config.py:106-111; a recurrent group's block is its state's, never DCP-scaled):
   the prompt. So the GPU's retention interval decides what can be offloaded.
 
 A later request's lookup (`_lookup_complete_chunks`, scheduler.py:849-1054) starts from its
-tokens less the last one, rounded down to the recurrent chunk, and lowers that cap group by group:
+tokens less the last one, rounded down to the recurrent chunk (`hit_window`: the load caps the
+model never sets are where 0.33.0 and 0.34.0 differ), and lowers that cap group by group:
 attention groups to the run of stored chunks, an annotated EAGLE group to one chunk less than it
 finds (with no annotated group, none counts as one, scheduler.py:208-231), recurrent groups to
 their rightmost stored state at or below it; any group left with less than one chunk to load
@@ -60,6 +61,27 @@ def runs_beside_hashing(p: Plan) -> bool:
     return not p.split.lookahead or p.variant.offload_reads_lookahead_hashes
 
 
+def hit_window(variant, tokens, computed, recurrent, align, budget=None, max_load=None):
+    """The tokens a lookup may load up to before any group narrows it (`_lookup_complete_chunks`'s first
+    lines, scheduler.py:861-881): the request's `tokens`, capped at `computed` plus the load budget
+    (`max_num_new_tokens`: how far the groups the connector does not offload hold the prefix, None when
+    it offloads every group) and plus the request's `max_load_tokens` (None when unset); beside a
+    `recurrent` group less the last token, whose logprobs are recomputed, and rounded down to `align`,
+    the recurrent chunk (None: not rounded). 0.33.0 takes the last token off after the caps, 0.34.0
+    before them, so a window a cap ends keeps its last token there. Plain Python: `gridproof source`
+    reads it on proxies (proofs/source/equivalence.py, offload_hit_window)."""
+    before = variant.offload_last_token_before_caps
+    window = tokens - 1 if recurrent and before else tokens
+    for cap in (budget, max_load):
+        if cap is not None:
+            window = min(window, computed + cap)
+    if recurrent and not before:
+        window -= 1
+    if recurrent and align is not None:
+        window = window // align * align
+    return window
+
+
 def offload_hit(p: Plan, cached: CachedPrefix, shared: int, new_tokens: int, computed: int = 0) -> int:
     """Tokens a later request of `new_tokens` tokens, the first `shared` of them the cached
     request's, loads from the offload tier beyond the `computed` tokens it has on the GPU."""
@@ -91,11 +113,8 @@ def offload_hit(p: Plan, cached: CachedPrefix, shared: int, new_tokens: int, com
         state = stored_states.at_most(min(last * c, shared, within))
         return state // c if state is not None and state // c > first else first
 
-    cap = new_tokens
-    if recurrent_chunks:
-        cap -= 1
-        if len(recurrent_chunks) == 1:
-            cap = cap // next(iter(recurrent_chunks)) * next(iter(recurrent_chunks))
+    align = next(iter(recurrent_chunks)) if len(recurrent_chunks) == 1 else None
+    cap = hit_window(p.variant, new_tokens, computed, bool(recurrent_chunks), align)
     hit = 0
     verified: set[int] = set()
     pending = list(range(len(groups)))

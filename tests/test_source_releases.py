@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from models import deploy
+from models import deploy, offload
 from models.variants import BASELINE, VLLM_0_34
 from proofs.engine.solver import PROVED, REFUTED
 from proofs.source.decide import equivalence
@@ -76,3 +76,61 @@ def test_the_0_34_model_with_the_old_default_is_refuted(release_0_34):
     assert verdict.verdict == REFUTED
     k = verdict.counterexample["kernel_min"]
     assert verdict.values == (release_0_34.start_block(k), deploy.start_block(stale, k)) and 64 % k == 0
+
+
+WINDOW = ("tokens", "computed", "recurrent", "align", "bounded", "budget", "limited", "max_load")
+
+
+def _window(functions, x):
+    return functions.offload_hit_window(*(x[a] for a in WINDOW))
+
+
+def test_the_offload_window_is_what_each_release_loads(release_0_33, release_0_34):
+    # 100 tokens, none computed, beside a Mamba group of 64-token chunks, max_load_tokens 64: 0.33.0 takes
+    # the last token off the capped window (63, rounded to 0), 0.34.0 off the request (64 stays).
+    capped = (100, 0, True, 64, False, 0, True, 64)
+    assert (release_0_33.offload_hit_window(*capped), release_0_34.offload_hit_window(*capped)) == (0, 64)
+    # no cap: both the request less its last token, rounded to the chunk
+    plain = (100, 0, True, 64, False, 0, False, 0)
+    assert release_0_33.offload_hit_window(*plain) == release_0_34.offload_hit_window(*plain) == 64
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("release, variant", [("release_0_33", BASELINE), ("release_0_34", VLLM_0_34)])
+def test_the_offload_window_is_proved_equal_to_the_release_model(request, release, variant):
+    verdict = equivalence(subjects(variant)["offload_hit_window"], request.getfixturevalue(release))
+    assert verdict.verdict == PROVED, verdict.reason
+
+
+@pytest.mark.slow
+def test_the_diff_finds_the_window_order_on_an_input_both_releases_replay(release_0_33, release_0_34):
+    verdict = equivalence(subjects(BASELINE)["offload_hit_window"], release_0_33, release_0_34)
+    assert verdict.verdict == REFUTED, verdict.reason
+    x = verdict.counterexample
+    assert verdict.values == (_window(release_0_33, x), _window(release_0_34, x))
+    assert verdict.values[0] != verdict.values[1] and x["recurrent"] and (x["bounded"] or x["limited"])
+
+
+@pytest.mark.slow
+def test_the_0_34_model_with_the_0_33_window_order_is_refuted(release_0_34):
+    stale = replace(VLLM_0_34, offload_last_token_before_caps=False)
+    verdict = equivalence(subjects(stale)["offload_hit_window"], release_0_34)
+    assert verdict.verdict == REFUTED
+    assert verdict.values[0] == _window(release_0_34, verdict.counterexample) != verdict.values[1]
+
+
+def _window_never_rounded(variant, tokens, computed, recurrent, align, budget=None, max_load=None):
+    """A plausible slip: the window capped and less its last token, but not rounded to the recurrent chunk."""
+    window = tokens - 1 if recurrent else tokens
+    for cap in (budget, max_load):
+        if cap is not None:
+            window = min(window, computed + cap)
+    return window
+
+
+@pytest.mark.slow
+def test_a_window_model_that_forgets_the_recurrent_chunk_is_refuted(release_0_33, monkeypatch):
+    monkeypatch.setattr(offload, "hit_window", _window_never_rounded)
+    verdict = equivalence(subjects(BASELINE)["offload_hit_window"], release_0_33)
+    assert verdict.verdict == REFUTED
+    assert verdict.values[0] == _window(release_0_33, verdict.counterexample) != verdict.values[1]

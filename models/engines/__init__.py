@@ -34,6 +34,10 @@ class Variant:
     # The offload connector keys its chunks by the request's lookahead block hashes and drops no EAGLE chunk
     # when the hash lookahead is on (use_lookahead_block_hashes; models/offload.py, offload_hit).
     offload_reads_lookahead_hashes: bool = False
+    # The offload connector's hit window takes the last token off (beside a recurrent group) before the load
+    # caps (max_num_new_tokens, the request's max_load_tokens) and not after them, then rounds to the
+    # recurrent chunk (models/offload.py, hit_window).
+    offload_last_token_before_caps: bool = False
     # use_multi_module_mtp counts the draft config's n_predict (num_mtp_modules), not its
     # num_nextn_predict_layers (models/deploy.py, mtp_modules).
     mtp_modules_from_n_predict: bool = False

@@ -9,6 +9,9 @@ What it changes of 0.33.0's choices, each read from the two wheels (docs/release
   in to lookahead block hashes, so beside it an EAGLE or MTP drafter hashes ahead and the scheduler
   turns the EAGLE block drop off; the connector keys its chunks by those hashes and drops no EAGLE
   chunk.
+- `OffloadingConnectorScheduler._lookup_complete_chunks` takes the last token off its hit window
+  (beside a recurrent group) before the load caps, not after them: a window the caps end keeps its
+  last token, and rounds to the recurrent chunk from there (models/offload.py, hit_window).
 - `Scheduler.update_from_output` hashes a hybrid request's blocks once more after each sampled
   token under synchronous scheduling, drafter or not (0.33.0 only with a drafter).
 - `MambaSpec` rounds each state tensor up to 16 bytes with FlashInfer's ReplaySSM: not modelled
@@ -33,6 +36,7 @@ VLLM_0_34 = Variant(
     default_block_size=64,
     offload_keeps_lookahead_hashes=True,
     offload_reads_lookahead_hashes=True,
+    offload_last_token_before_caps=True,
     mtp_modules_from_n_predict=True,
     parallel_drafting_block_drafters_only=True,
     hashes_after_sampling=True,

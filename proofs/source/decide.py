@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import z3
 
@@ -49,6 +49,9 @@ def equivalence(subject: Subject, left, right=None, rlimit: int = PATH_RLIMIT) -
     is left undecided, by the solver or by the budget, is searched
     concretely (proofs/source/search.py) before the verdict is UNKNOWN."""
     started = time.perf_counter()
+    rlimit = max(rlimit, subject.path_rlimit)
+    if right is not None and not subject.lemmas_in_diff:
+        subject = replace(subject, lemmas=None)
     found: dict = {}
     try:
         with budget.function_budget() as seconds:

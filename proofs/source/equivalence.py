@@ -16,7 +16,7 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from models import arith, deploy, prefill, scheduler
+from models import arith, deploy, offload, prefill, scheduler
 from models.config import guard_accepts, resolve
 from models.geometry import DRAFT, RECURRENT, TARGET, CacheGroup
 from models.plan import recurrent_cadence
@@ -33,6 +33,7 @@ from proofs.catalog.base import (
 )
 from proofs.catalog.config import CONFIG_VARS, config_domain, config_inputs
 from proofs.engine.solver import Claim, Var
+from proofs.source import offload as offload_standins
 from proofs.source import resume
 from proofs.source.platform import canonical_lcm, equivalence_lemmas
 
@@ -103,6 +104,11 @@ class Subject:
     # Releases whose code computes it elsewhere than TARGETS names, where the executor does not follow
     # (release -> where): reported with its ABSENT, which stays a failure where it is required.
     moved: tuple[tuple[str, str], ...] = ()
+    # The rlimit of each path's query when it must be above decide.PATH_RLIMIT (0: that one).
+    path_rlimit: int = 0
+    # Whether `lemmas` are given to a release-against-release query too: where the releases differ
+    # the query is satisfiable, and lemmas over both releases' witnesses can only slow finding a model.
+    lemmas_in_diff: bool = True
 
     def model(self, x: dict):
         return self.model_of(self.variant, x)
@@ -268,6 +274,38 @@ def _guard_model(variant, x):
     return guard_accepts(variant, x["cadence"], spans)
 
 
+WINDOW_ARGS = ("tokens", "computed", "recurrent", "align", "bounded", "budget", "limited", "max_load")
+
+
+def _window_domain(x):
+    return {
+        "a request of a token or more, fewer computed on the GPU": arith.all_of(
+            x["tokens"] >= 1, x["computed"] >= 0, x["computed"] <= x["tokens"] - 1
+        ),
+        # max_num_new_tokens is max(0, bound - computed), the bound a prefix of at most tokens - 1
+        # (OffloadingConnector._max_loadable_tokens)
+        "the load budget non-negative, within the request less its last token": arith.all_of(
+            x["budget"] >= 0, x["computed"] + x["budget"] <= x["tokens"] - 1
+        ),
+        "max_load_tokens non-negative, the recurrent chunk positive": arith.all_of(x["max_load"] >= 0, x["align"] >= 1),
+    }
+
+
+def _multiple_lemmas(context: arith.SymbolicContext, _x, facts, shipped, model) -> list:
+    """offload.multiple_facts over the divisions the path and both readings read."""
+    return offload_standins.multiple_facts(context, context.owners_read([facts, shipped, model]))
+
+
+def _offload_window_model(variant, tokens, computed, recurrent, align, bounded, budget, limited, max_load):
+    """What the connector loads over a tier holding every chunk: the model's window (models/offload.py,
+    hit_window) less the computed tokens, none where that is less than the largest chunk (one token for
+    the attention group, `align` for the Mamba group: offload_hit's `cap - computed < c`)."""
+    caps = (budget if bounded else None, max_load if limited else None)
+    window = offload.hit_window(variant, tokens, computed, recurrent, align if recurrent else None, *caps)
+    loaded = window - computed
+    return loaded if loaded >= (align if recurrent else 1) else 0
+
+
 def _groups_domain(names):
     def domain(x):
         return {"sizes positive": arith.all_of(*(x[n] >= 1 for n in names))}
@@ -307,6 +345,27 @@ ALL_SUBJECTS = (
         lambda v, x: model_on_proxies(deploy.start_block, v, x["kernel_min"]),
         lambda f, x: f.start_block(x["kernel_min"]),
         scope="one attention backend whose kernels take any multiple of kernel_min, no --block-size",
+    ),
+    Subject(
+        "offload_hit_window",
+        (
+            *ints("tokens", "computed", "budget", "max_load"),
+            *ints("align", size=True),
+            *bools("recurrent", "bounded", "limited"),
+        ),
+        _window_domain,
+        lambda v, x: model_on_proxies(_offload_window_model, v, *(x[a] for a in WINDOW_ARGS)),
+        lambda f, x: f.offload_hit_window(*(x[a] for a in WINDOW_ARGS)),
+        _multiple_lemmas,
+        # Two of its 21 paths on 0.33.0 need more than 2M: the chunk counts multiply the Mamba chunk. With
+        # the lemmas the model's check takes 11 s, 36 s without; --diff 0.33.0 0.34.0 finds the difference
+        # in 17 s without them, in a minute with them (concretely, after the solver gave up).
+        path_rlimit=20_000_000,
+        lemmas_in_diff=False,
+        scope=(
+            "an attention group of one-token chunks and a Mamba group or none, keyed over the whole request, "
+            "an offload tier holding every chunk; a load budget and max_load_tokens each set or not"
+        ),
     ),
     Subject(
         "block_size_resolution",

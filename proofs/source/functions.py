@@ -16,7 +16,7 @@ from models.arith import is_symbolic
 from models.config import ConfigInputs
 from models.scheduler import SplitCall, SplitParams
 from models.variants import BASELINE, Variant
-from proofs.source import groups, platform, resume
+from proofs.source import groups, offload, platform, resume
 from proofs.source.loader import LoadedFunction, Loader
 from proofs.source.proxy import Unsupported, term
 from proofs.source.reading import symbolic_or_concrete
@@ -51,6 +51,7 @@ class ShippedFunctions:
         loader.stand_ins.update(resume.STAND_INS)
         loader.stand_ins.update(groups.STAND_INS)
         loader.stand_ins.update(PURE)
+        loader.stand_ins.update(offload.STAND_INS)
         self._loaded: dict[str, LoadedFunction] = {}
 
     def loaded(self, name: str) -> LoadedFunction:
@@ -215,6 +216,23 @@ class ShippedFunctions:
 
         return self._call("start_block", _symbolic(kernel_min), run)
 
+    def offload_hit_window(self, tokens, computed, recurrent, align, bounded, budget, limited, max_load):
+        """`OffloadingConnectorScheduler._lookup_complete_chunks` for a request of `tokens` tokens,
+        `computed` of them on the GPU, with a load budget (`max_num_new_tokens`) when `bounded` and a
+        `max_load_tokens` when `limited`, beside a Mamba group of `align`-token chunks when `recurrent`,
+        over an offload tier that holds every chunk (proofs/source/offload.py): the tokens it loads."""
+
+        def run(f):
+            n, c, a, b, m = _proxies(tokens, computed, align, budget, max_load)
+            with_mamba = _holds(recurrent)
+            call = offload.lookup_call(
+                n, c, with_mamba, a, b if _holds(bounded) else None, m if _holds(limited) else None
+            )
+            return offload.hit(f(*call))
+
+        values = (tokens, computed, recurrent, align, bounded, budget, limited, max_load)
+        return self._call("offload_hit_window", _symbolic(*values), run)
+
     def checkpoint_alignment(self, alignments):
         """`get_mamba_prefill_checkpoint_alignment` over one Mamba layer per
         alignment (0 for a layer that declares none): the lcm, None as 0."""
@@ -344,6 +362,7 @@ TARGETS = {
     "advanced_state_column": (resume.MAMBA_UTILS, "preprocess_mamba_align_fused_kernel"),
     "checkpoint_alignment": (ABSTRACT, "get_mamba_prefill_checkpoint_alignment"),
     "start_block": (BACKEND, "AttentionBackend.get_preferred_block_size"),
+    "offload_hit_window": (offload.SCHEDULER, offload.QUALNAME),
     # PR457's functions (patches/vllm-0.33.0/)
     "recurrent_cadence": (KV_CACHE_UTILS, "get_mamba_recurrent_block_size"),
     "eagle_spans": (KV_CACHE_UTILS, "get_eagle_group_block_spans"),
