@@ -42,18 +42,29 @@ def test_the_start_block_is_what_each_release_asks_of_its_backend(release_0_33, 
     assert [release_0_34.start_block(k) for k in (1, 16, 32, 64, 128)] == [64, 64, 64, 64, 128]
 
 
+SLOW = pytest.mark.slow  # offload_hit_window: 11 to 20 s a release, 17 to 30 s its diff
+SUBJECTS = ("start_block", pytest.param("offload_hit_window", marks=SLOW), "hash_lookahead")
+
+
+@pytest.mark.parametrize("name", SUBJECTS)
 @pytest.mark.parametrize("release, variant", [("release_0_33", BASELINE), ("release_0_34", VLLM_0_34)])
-def test_the_start_block_is_proved_equal_to_the_release_model(request, release, variant):
-    verdict = equivalence(subjects(variant)["start_block"], request.getfixturevalue(release))
+def test_each_subject_is_proved_equal_to_the_release_model(request, name, release, variant):
+    verdict = equivalence(subjects(variant)[name], request.getfixturevalue(release))
     assert verdict.verdict == PROVED, verdict.reason
 
 
-def test_the_diff_finds_the_default_block_on_an_input_both_releases_replay(release_0_33, release_0_34):
-    verdict = equivalence(subjects(BASELINE)["start_block"], release_0_33, release_0_34)
+@pytest.mark.parametrize("name", SUBJECTS)
+def test_the_diff_finds_each_difference_on_an_input_both_releases_replay(release_0_33, release_0_34, name):
+    subject = subjects(BASELINE)[name]
+    verdict = equivalence(subject, release_0_33, release_0_34)
     assert verdict.verdict == REFUTED, verdict.reason
-    k = verdict.counterexample["kernel_min"]
-    assert verdict.values == (release_0_33.start_block(k), release_0_34.start_block(k))
+    x = verdict.counterexample
+    assert verdict.values == (subject.shipped(release_0_33, x), subject.shipped(release_0_34, x))
     assert verdict.values[0] != verdict.values[1]
+    if name == "offload_hit_window":  # only where a cap ends the window beside a recurrent group
+        assert x["recurrent"] and (x["bounded"] or x["limited"])
+    if name == "hash_lookahead":  # only beside the native offload
+        assert x["native"] and verdict.values[0] == 0
 
 
 def _start_block_without_the_divisibility(variant, kernel_min):
@@ -96,22 +107,6 @@ def test_the_offload_window_is_what_each_release_loads(release_0_33, release_0_3
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("release, variant", [("release_0_33", BASELINE), ("release_0_34", VLLM_0_34)])
-def test_the_offload_window_is_proved_equal_to_the_release_model(request, release, variant):
-    verdict = equivalence(subjects(variant)["offload_hit_window"], request.getfixturevalue(release))
-    assert verdict.verdict == PROVED, verdict.reason
-
-
-@pytest.mark.slow
-def test_the_diff_finds_the_window_order_on_an_input_both_releases_replay(release_0_33, release_0_34):
-    verdict = equivalence(subjects(BASELINE)["offload_hit_window"], release_0_33, release_0_34)
-    assert verdict.verdict == REFUTED, verdict.reason
-    x = verdict.counterexample
-    assert verdict.values == (_window(release_0_33, x), _window(release_0_34, x))
-    assert verdict.values[0] != verdict.values[1] and x["recurrent"] and (x["bounded"] or x["limited"])
-
-
-@pytest.mark.slow
 def test_the_0_34_model_with_the_0_33_window_order_is_refuted(release_0_34):
     stale = replace(VLLM_0_34, offload_last_token_before_caps=False)
     verdict = equivalence(subjects(stale)["offload_hit_window"], release_0_34)
@@ -134,3 +129,31 @@ def test_a_window_model_that_forgets_the_recurrent_chunk_is_refuted(release_0_33
     verdict = equivalence(subjects(BASELINE)["offload_hit_window"], release_0_33)
     assert verdict.verdict == REFUTED
     assert verdict.values[0] == _window(release_0_33, verdict.counterexample) != verdict.values[1]
+
+
+def test_the_hash_lookahead_beside_native_offload_is_what_each_release_resolves(release_0_33, release_0_34):
+    # an EAGLE drafter reading 1 token ahead, prefix caching on, beside the native offload connector
+    beside_offload = (True, True, True, True, True, True, 1)
+    assert (release_0_33.hash_lookahead(*beside_offload), release_0_34.hash_lookahead(*beside_offload)) == (0, 1)
+    beside_another = (True, True, True, True, True, False, 1)
+    assert release_0_33.hash_lookahead(*beside_another) == release_0_34.hash_lookahead(*beside_another) == 0
+
+
+def test_the_0_34_model_without_the_offload_opt_in_is_refuted(release_0_34):
+    stale = replace(VLLM_0_34, offload_keeps_lookahead_hashes=False)
+    verdict = equivalence(subjects(stale)["hash_lookahead"], release_0_34)
+    assert verdict.verdict == REFUTED and verdict.counterexample["native"]
+
+
+def test_a_model_that_asks_prefix_caching_beside_a_connector_is_refuted(release_0_34, monkeypatch):
+    real = deploy.scheduler_flags
+
+    def asks_prefix_caching(spec, enable_prefix_caching, connector, *rest):
+        """A plausible slip: beside a connector the lookahead still needs prefix caching on."""
+        flags = real(spec, enable_prefix_caching, connector, *rest)
+        return replace(flags, hash_lookahead_tokens=0) if connector and not enable_prefix_caching else flags
+
+    monkeypatch.setattr(deploy, "scheduler_flags", asks_prefix_caching)
+    verdict = equivalence(subjects(VLLM_0_34)["hash_lookahead"], release_0_34)
+    assert verdict.verdict == REFUTED
+    assert not verdict.counterexample["prefix_caching"] and verdict.counterexample["native"]

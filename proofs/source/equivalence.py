@@ -306,6 +306,19 @@ def _offload_window_model(variant, tokens, computed, recurrent, align, bounded, 
     return loaded if loaded >= (align if recurrent else 1) else 0
 
 
+LOOKAHEAD_ARGS = ("speculating", "drop", "lookahead_hashes", "prefix_caching", "connector", "native", "lookahead")
+
+
+def _hash_lookahead_model(variant, speculating, drop, lookahead_hashes, prefix_caching, connector, native, lookahead):
+    """models/deploy.py scheduler_flags' hash lookahead for a drafter (EAGLE's block drop or not, reading
+    `lookahead` tokens ahead) or none, beside a KV connector (the native offload or another) or none."""
+    spec = None
+    if speculating:
+        spec = deploy.Speculation("eagle", 1, drop, 0, 0, lookahead, lookahead_hashes, True)
+    flags = deploy.scheduler_flags(spec, prefix_caching, connector, 8192, None, native, variant)
+    return flags.hash_lookahead_tokens
+
+
 def _groups_domain(names):
     def domain(x):
         return {"sizes positive": arith.all_of(*(x[n] >= 1 for n in names))}
@@ -366,6 +379,17 @@ ALL_SUBJECTS = (
             "an attention group of one-token chunks and a Mamba group or none, keyed over the whole request, "
             "an offload tier holding every chunk; a load budget and max_load_tokens each set or not"
         ),
+    ),
+    Subject(
+        "hash_lookahead",
+        (*ints("lookahead", size=True), *bools(*LOOKAHEAD_ARGS[:-1])),
+        lambda x: {
+            "a drafter reads a token ahead or more": x["lookahead"] >= 1,
+            "the native offload is a KV connector": arith.implies(x["native"], x["connector"]),
+        },
+        lambda v, x: model_on_proxies(_hash_lookahead_model, v, *(x[a] for a in LOOKAHEAD_ARGS)),
+        lambda f, x: f.hash_lookahead(*(x[a] for a in LOOKAHEAD_ARGS)),
+        scope="a drafter or none, prefix caching on or off, the native offload connector, another or none",
     ),
     Subject(
         "block_size_resolution",

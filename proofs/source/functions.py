@@ -16,6 +16,7 @@ from models.arith import is_symbolic
 from models.config import ConfigInputs
 from models.scheduler import SplitCall, SplitParams
 from models.variants import BASELINE, Variant
+from proofs.source import connector as connector_standins
 from proofs.source import groups, offload, platform, resume
 from proofs.source.loader import LoadedFunction, Loader
 from proofs.source.proxy import Unsupported, term
@@ -26,6 +27,7 @@ SCHEDULER = "vllm.v1.core.sched.scheduler"
 KV_CACHE_INTERFACE = "vllm.v1.kv_cache_interface"
 KV_CACHE_UTILS = groups.KV_CACHE_UTILS
 PLATFORM = "vllm.platforms.interface"
+CONFIG = "vllm.config.vllm"
 BACKEND = "vllm.v1.attention.backend"
 CACHE_CONFIG = "vllm.config.cache"
 ABSTRACT = platform.ABSTRACT
@@ -54,9 +56,16 @@ class ShippedFunctions:
         loader.stand_ins.update(offload.STAND_INS)
         self._loaded: dict[str, LoadedFunction] = {}
 
+    def target(self, name: str) -> tuple[str, str]:
+        """Where this source defines the function: TARGETS' place, else a later release's (RENAMED)."""
+        for module, qualname in (TARGETS[name], *RENAMED.get(name, ())):
+            if self.loader.has_function(module, qualname):
+                return module, qualname
+        return TARGETS[name]
+
     def loaded(self, name: str) -> LoadedFunction:
         if name not in self._loaded:
-            module, qualname = TARGETS[name]
+            module, qualname = self.target(name)
             self._loaded[name] = self.loader.load(module, qualname, kernel=name in KERNELS)
         return self._loaded[name]
 
@@ -233,6 +242,40 @@ class ShippedFunctions:
         values = (tokens, computed, recurrent, align, bounded, budget, limited, max_load)
         return self._call("offload_hit_window", _symbolic(*values), run)
 
+    def hash_lookahead(self, speculating, drop, lookahead_hashes, prefix_caching, connector, native, lookahead):
+        """The config's `num_hash_lookahead_tokens` (0.33.0's property of VllmConfig, 0.34.0's
+        `_resolve_num_hash_lookahead_tokens`) for a drafter or none (`speculating`) with EAGLE's block drop
+        or not, its lookahead hashes disabled or not, prefix caching on or off, and a KV connector or
+        none: the native OffloadingConnector (`native`) or another. The connector class's
+        `supports_lookahead_block_hashes` runs from the source (proofs/source/connector.py); the
+        drafter's `num_prefill_lookahead_tokens` is `lookahead`."""
+
+        def run(f):
+            (tokens,) = _proxies(lookahead)
+            spec = None
+            if _holds(speculating):  # each other flag forks where it is read, not before
+                spec = StandIn(
+                    "the speculative config",
+                    use_eagle_block_drop=lambda: _holds(drop),
+                    disable_lookahead_block_hashes=Lazy(lambda: not _holds(lookahead_hashes)),
+                )
+            transfer = None
+            if _holds(connector):
+                transfer = connector_standins.transfer_config(_holds(native))
+            caching = Lazy(lambda: _holds(prefix_caching))
+            vllm_config = StandIn(
+                "the vLLM config",
+                speculative_config=spec,
+                cache_config=StandIn("the cache config", enable_prefix_caching=caching),
+                kv_transfer_config=transfer,
+                num_prefill_lookahead_tokens=tokens,
+            )
+            self.loader.stand_ins.update(connector_standins.stand_ins(self.loader))
+            return f(vllm_config)
+
+        values = (speculating, drop, lookahead_hashes, prefix_caching, connector, native, lookahead)
+        return self._call("hash_lookahead", _symbolic(*values), run)
+
     def checkpoint_alignment(self, alignments):
         """`get_mamba_prefill_checkpoint_alignment` over one Mamba layer per
         alignment (0 for a layer that declares none): the lcm, None as 0."""
@@ -363,10 +406,13 @@ TARGETS = {
     "checkpoint_alignment": (ABSTRACT, "get_mamba_prefill_checkpoint_alignment"),
     "start_block": (BACKEND, "AttentionBackend.get_preferred_block_size"),
     "offload_hit_window": (offload.SCHEDULER, offload.QUALNAME),
+    "hash_lookahead": (CONFIG, "VllmConfig.num_hash_lookahead_tokens"),
     # PR457's functions (patches/vllm-0.33.0/)
     "recurrent_cadence": (KV_CACHE_UTILS, "get_mamba_recurrent_block_size"),
     "eagle_spans": (KV_CACHE_UTILS, "get_eagle_group_block_spans"),
     "last_cacheable_position": (KV_CACHE_INTERFACE, "get_mamba_last_cacheable_position"),
     "configuration_check": (KV_CACHE_UTILS, "check_mamba_checkpoint_cadence"),
 }
+# name -> later places of the function, where a release moved it (tried in order when TARGETS' is absent)
+RENAMED = {"hash_lookahead": ((CONFIG, "VllmConfig._resolve_num_hash_lookahead_tokens"),)}
 KERNELS = {"advanced_state_column"}  # Triton kernels, run as Python (proofs/source/kernel.py)

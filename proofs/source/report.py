@@ -24,7 +24,7 @@ __all__ = ["ABSENT", "DEFAULT_FUNCTIONS", "FUNCTIONS", "check", "diff", "render_
 
 
 def _present(functions: ShippedFunctions, name: str) -> bool:
-    module, qualname = TARGETS[name]
+    module, qualname = functions.target(name)
     return functions.loader.has_function(module, qualname)
 
 
@@ -53,7 +53,7 @@ def check(source: VllmSource, names=None, progress=True, theorems=True, variant:
         if progress:
             print(f"source: {name} ...", file=sys.stderr, flush=True)
         subject = chosen[name]
-        entry = result["functions"][name] = {"qualname": ".".join(TARGETS[name]), "scope": subject.scope}
+        entry = result["functions"][name] = {"qualname": ".".join(functions.target(name)), "scope": subject.scope}
         if not _present(functions, name):
             entry["verdict"] = ABSENT
             entry["required"] = subject.required(variant)
