@@ -11,9 +11,10 @@ import pytest
 
 from models import deploy, offload
 from models.variants import BASELINE, VLLM_0_34
+from proofs.cli import main
 from proofs.engine.solver import PROVED, REFUTED
 from proofs.source.decide import equivalence
-from proofs.source.equivalence import subjects
+from proofs.source.equivalence import every_subject, subjects
 from proofs.source.functions import ShippedFunctions
 from proofs.source.loader import Loader, VllmSource
 from proofs.source.releases import WHEEL_CACHE, cached_wheel
@@ -157,3 +158,21 @@ def test_a_model_that_asks_prefix_caching_beside_a_connector_is_refuted(release_
     verdict = equivalence(subjects(VLLM_0_34)["hash_lookahead"], release_0_34)
     assert verdict.verdict == REFUTED
     assert not verdict.counterexample["prefix_caching"] and verdict.counterexample["native"]
+
+
+def test_the_diff_finds_the_replayssm_alignment_on_an_input_both_releases_replay(release_0_33, release_0_34):
+    subject = every_subject(BASELINE)["mamba_state_bytes"]
+    verdict = equivalence(subject, release_0_33, release_0_34)
+    assert verdict.verdict == REFUTED, verdict.reason
+    x = verdict.counterexample
+    assert verdict.values == (subject.shipped(release_0_33, x), subject.shipped(release_0_34, x))
+    assert x["replayssm"] and verdict.values[0] == x["state"] + x["state2"] < verdict.values[1]
+    assert verdict.values[1] % 16 == 0
+    # without ReplaySSM the two releases size the states alike
+    assert release_0_33.mamba_state_bytes(5, 7, False) == release_0_34.mamba_state_bytes(5, 7, False) == 12
+
+
+def test_the_replayssm_alignment_has_no_model_to_be_proved_against(capsys):
+    assert "mamba_state_bytes" not in subjects(BASELINE) and "mamba_state_bytes" not in subjects(VLLM_0_34)
+    assert main(["source", "--function", "mamba_state_bytes"]) == 2
+    assert "compare releases with --diff" in capsys.readouterr().err

@@ -118,6 +118,8 @@ def _names(args: argparse.Namespace, variant, every: bool = False):
         for name in args.function:
             if name not in mine:
                 having = [v for v in VARIANTS if name in subjects(VARIANTS[v])]
+                if not having:
+                    raise GridproofError(f"--function {name}: no model states it; compare releases with --diff A B")
                 raise GridproofError(
                     f"--function {name}: not a function of {variant.name} (it is {', '.join(having)}'s): give --variant"
                 )

@@ -71,6 +71,15 @@ def _every_variant(_variant: Variant) -> bool:
     return True
 
 
+def _no_variant(_variant: Variant) -> bool:
+    """A function compared between releases only (`--diff`): no model states it."""
+    return False
+
+
+def _no_model(_variant: Variant, _x: dict):
+    raise NotImplementedError("no model states this function: it is compared between releases only")
+
+
 def _pr457(variant: Variant) -> bool:
     """PR457's functions: read by the variants that keep an explicit cadence."""
     return variant.keeps_explicit_cadence
@@ -390,6 +399,15 @@ ALL_SUBJECTS = (
         lambda v, x: model_on_proxies(_hash_lookahead_model, v, *(x[a] for a in LOOKAHEAD_ARGS)),
         lambda f, x: f.hash_lookahead(*(x[a] for a in LOOKAHEAD_ARGS)),
         scope="a drafter or none, prefix caching on or off, the native offload connector, another or none",
+    ),
+    Subject(
+        "mamba_state_bytes",
+        (*ints("state", "state2", size=True), *bools("replayssm")),
+        lambda x: {"state sizes positive": arith.all_of(x["state"] >= 1, x["state2"] >= 1)},
+        _no_model,
+        lambda f, x: f.mamba_state_bytes(x["state"], x["state2"], x["replayssm"]),
+        scope="two states of a Mamba spec, one-byte elements, FlashInfer's ReplaySSM selected or not",
+        applies=_no_variant,
     ),
     Subject(
         "block_size_resolution",

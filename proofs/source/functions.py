@@ -28,6 +28,7 @@ KV_CACHE_INTERFACE = "vllm.v1.kv_cache_interface"
 KV_CACHE_UTILS = groups.KV_CACHE_UTILS
 PLATFORM = "vllm.platforms.interface"
 CONFIG = "vllm.config.vllm"
+MAMBA_LAYER_UTILS = "vllm.model_executor.layers.mamba.mamba_utils"
 BACKEND = "vllm.v1.attention.backend"
 CACHE_CONFIG = "vllm.config.cache"
 ABSTRACT = platform.ABSTRACT
@@ -276,6 +277,23 @@ class ShippedFunctions:
         values = (speculating, drop, lookahead_hashes, prefix_caching, connector, native, lookahead)
         return self._call("hash_lookahead", _symbolic(*values), run)
 
+    def mamba_state_bytes(self, state, state2, replayssm):
+        """`MambaSpec.state_content_size_bytes` of a Mamba spec of two states of `state` and `state2` bytes
+        (one-byte elements), whose `state_alignment` is what the layer hands it: the release's
+        `mamba_state_alignment(vllm_config)` run from the source (0.34.0: 16 bytes under FlashInfer's
+        ReplaySSM, `replayssm`), none (1) where the release has no such function."""
+
+        def run(f):
+            a, b = _proxies(state, state2)
+            alignment = 1
+            if self.loader.has_function(MAMBA_LAYER_UTILS, "mamba_state_alignment"):
+                config = StandIn("the vLLM config", use_flashinfer_replayssm=Lazy(lambda: _holds(replayssm)))
+                alignment = self.loader.load(MAMBA_LAYER_UTILS, "mamba_state_alignment").function(config)
+            spec = StandIn("the Mamba spec", shapes=((a,), (b,)), dtypes=(1, 1), state_alignment=alignment)
+            return f(spec)
+
+        return self._call("mamba_state_bytes", _symbolic(state, state2, replayssm), run)
+
     def checkpoint_alignment(self, alignments):
         """`get_mamba_prefill_checkpoint_alignment` over one Mamba layer per
         alignment (0 for a layer that declares none): the lcm, None as 0."""
@@ -392,6 +410,8 @@ PURE = {
     "operator.floordiv": operator.floordiv,
     "operator.mod": operator.mod,
     "typing.cast": lambda _type, value: value,
+    # A dtype stands in as its element size (mamba_state_bytes: one-byte elements).
+    "vllm.utils.torch_utils.get_dtype_size": lambda dtype: dtype,
 }
 
 # name -> (module, qualified name) in vLLM's source
@@ -407,6 +427,7 @@ TARGETS = {
     "start_block": (BACKEND, "AttentionBackend.get_preferred_block_size"),
     "offload_hit_window": (offload.SCHEDULER, offload.QUALNAME),
     "hash_lookahead": (CONFIG, "VllmConfig.num_hash_lookahead_tokens"),
+    "mamba_state_bytes": (KV_CACHE_INTERFACE, "MambaSpec.state_content_size_bytes"),
     # PR457's functions (patches/vllm-0.33.0/)
     "recurrent_cadence": (KV_CACHE_UTILS, "get_mamba_recurrent_block_size"),
     "eagle_spans": (KV_CACHE_UTILS, "get_eagle_group_block_spans"),
