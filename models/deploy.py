@@ -111,6 +111,11 @@ class SchedulerFlags:
     max_num_scheduled_tokens: int  # the token budget per step
     prompt_budget: int  # what one request's prefill chunk may take per step
 
+    @property
+    def scheduler_token_budget(self) -> int | None:
+        """The token budget where it is above the prompt budget (the geometry's field of that name)."""
+        return self.max_num_scheduled_tokens if self.max_num_scheduled_tokens > self.prompt_budget else None
+
 
 @dataclass(frozen=True)
 class ResolvedDeployment:
@@ -396,6 +401,7 @@ def resolve_deployment(model: HybridModel, flags: ServeFlags, variant: Variant) 
         dcp_size=dcp,
         block_size=block,
         max_num_scheduled_tokens=scheduler.prompt_budget,
+        scheduler_token_budget=scheduler.scheduler_token_budget,
         long_prefill_token_threshold=flags.long_prefill_token_threshold,
         eagle_block_drop=scheduler.eagle_block_drop,
         hash_lookahead_tokens=scheduler.hash_lookahead_tokens,

@@ -66,6 +66,19 @@ class Deployment:
     # chunk end (k modules: k; EAGLE: 1). Absent: the hash lookahead, which is k whenever vLLM
     # hashes ahead (no KV connector); a deployment with a connector states it.
     prefill_lookahead_tokens: int | None = None
+    # vLLM's max_num_scheduled_tokens where a step gives a prefill less (max_num_scheduled_tokens above
+    # is the step's budget: the batched tokens less a drafter's draft slots cap it below the token
+    # budget). The split aligns a chunk down to the grid whenever a grid block fits this budget, so a
+    # step budget under one block then schedules nothing. Absent: the step budget.
+    scheduler_token_budget: int | None = None
+
+    @property
+    def split_token_budget(self) -> int:
+        """The budget the split's alignment test reads (Scheduler.max_num_scheduled_tokens), never below a
+        step's."""
+        if self.scheduler_token_budget is None:
+            return self.max_num_scheduled_tokens
+        return arith.maximum(self.scheduler_token_budget, self.max_num_scheduled_tokens)
 
     @property
     def prefill_lookahead(self) -> int:
@@ -123,6 +136,7 @@ _DEPLOYMENT_FIELDS = {
     "offload_blocks_per_chunk": ("positive", False),
     "prefix_cache_retention_interval": ("retention", False),
     "prefill_lookahead_tokens": ("non-negative", False),
+    "scheduler_token_budget": ("positive", False),
 }
 _GROUP_FIELDS = {
     "kind": ("kind", True),

@@ -120,7 +120,7 @@ def plan(variant: Variant, geometry: Geometry) -> Plan:
         hash_block=hash_block,
         eagle_drop=arith.all_of(d.eagle_block_drop, lookahead == 0),
         lookahead=lookahead,
-        max_scheduled=d.max_num_scheduled_tokens,
+        max_scheduled=d.split_token_budget,
         long_prefill_threshold=d.long_prefill_token_threshold,
         partial_hits=partial,
         checkpoint_blocks=alignment != 0,

@@ -28,6 +28,7 @@ SIZES = {
         "mamba_block_size",
         "prefill_checkpoint_alignment",
         "offload_blocks_per_chunk",
+        "scheduler_token_budget",
     ),
     "group": ("block_size", "count"),
     "request": ("prompt_tokens",),
@@ -76,6 +77,7 @@ BASE = {
         "offload_blocks_per_chunk": 2,
         "prefix_cache_retention_interval": 128,
         "prefill_lookahead_tokens": 1,
+        "scheduler_token_budget": 64,
     },
     "groups": [
         {"kind": "target-attention", "block_size": 16, "dcp_sharded": True, "eagle": False, "count": 2},
@@ -227,8 +229,8 @@ THEOREMS = (
         "geometry",
         "Bounded, by enumeration: parse_geometry refuses, with one message that starts with the field or table "
         "it names, every size below 1 (dcp_size, block sizes, max_num_scheduled_tokens, hash_block_size, "
-        "mamba_block_size, prefill_checkpoint_alignment, offload_blocks_per_chunk, a group's count, "
-        "prompt_tokens), every count below 0 (long_prefill_token_threshold, hash_lookahead_tokens, "
+        "mamba_block_size, prefill_checkpoint_alignment, offload_blocks_per_chunk, scheduler_token_budget, "
+        "a group's count, prompt_tokens), every count below 0 (long_prefill_token_threshold, hash_lookahead_tokens, "
         "prefix_cache_retention_interval, prefill_lookahead_tokens, output_tokens), any size or count that is "
         'not an integer (a boolean included; a retention interval may also be "dense"), any flag that is not a '
         "boolean, a missing required field, an unknown field or group kind, a recurrent group that is "

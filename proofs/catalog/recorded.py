@@ -39,6 +39,7 @@ from models.deploy import (
     token_flag,
 )
 from models.errors import GridproofError
+from models.geometry import DRAFT, RECURRENT, TARGET, CacheGroup, Deployment, Geometry, Request
 from models.hf_config import (
     FAMILY_DIR,
     MTP_HIDDEN,
@@ -50,6 +51,8 @@ from models.hf_config import (
     mtp_layers,
     parse_model,
 )
+from models.plan import plan
+from models.prefill import run_prefill
 from models.scheduler import SplitCall, SplitParams, checkpoint_position, checkpoint_valid, split
 from models.variants import PR457, PR457_GUARDED
 from proofs.catalog.base import Theorem
@@ -196,6 +199,48 @@ def _max_model_len(_variant, x: dict) -> tuple:
         return True, 0
 
 
+def budget_geometry(drafter: bool, budget: int, prompt: int, token_budget: int | None = None) -> Geometry:
+    """The hybrid deployment a prompt-budget case runs: attention and a recurrent state at 16 tokens a
+    block (a draft group beside them with a drafter), `budget` tokens a step under a token budget of
+    `token_budget` (None: the same), a `prompt`-token request."""
+    groups = (CacheGroup(TARGET, 16), CacheGroup(RECURRENT, 16), *((CacheGroup(DRAFT, 16),) if drafter else ()))
+    deployment = Deployment(1, 16, budget, scheduler_token_budget=token_budget)
+    return Geometry("prompt-budget", deployment, groups, Request(prompt))
+
+
+def budget_prompt(x: dict) -> int:
+    """A prompt longer than three steps at any budget the case's flags give."""
+    return 3 * max(x["max_num_batched_tokens"], x["max_num_scheduled_tokens"]) + 5
+
+
+def _first_chunk(variant, x: dict) -> tuple:
+    """Where `gridproof check`'s model ends a long prompt's first prefill chunk under the flags: the
+    per-step budget models.deploy.scheduler_flags gives (the token budget, less the drafter's slots
+    off the batched tokens), run through the model's prefill (models.prefill); 0 where it stalls."""
+    config = None
+    if x["method"]:
+        config = {
+            "method": x["method"],
+            "num_speculative_tokens": x["num_speculative_tokens"],
+            "parallel_drafting": x["parallel_drafting"],
+        }
+    try:
+        flags = scheduler_flags(
+            speculation(config, MtpLayers(1, 1), variant),
+            True,
+            False,
+            x["max_num_batched_tokens"],
+            x["max_num_scheduled_tokens"] or None,
+            native_offload=False,
+            variant=variant,
+        )
+    except DeploymentError:
+        return True, 0
+    geometry = budget_geometry(bool(x["method"]), flags.prompt_budget, budget_prompt(x), flags.scheduler_token_budget)
+    trace = run_prefill(plan(variant, geometry), flags.prompt_budget)
+    return False, next(trace.every_chunk()).end
+
+
 FUNCTIONS = {
     # The flags `gridproof check` reads: "" for no --speculative-config, a
     # max_num_scheduled_tokens of 0 for the flag unset, refused where vLLM raises.
@@ -247,6 +292,15 @@ FUNCTIONS = {
     # The max_model_len vLLM runs a built-in model with under --max-model-len (0: unset), with the
     # context-length and RoPE keys of `keys_json` set over its config.json; refused where vLLM raises.
     "max_model_len": RecordedFunction(("model", "keys_json", "max_model_len"), ("refused", "value"), _max_model_len),
+    # Where the real scheduler ends a long prompt's first prefill chunk under --max-num-batched-tokens and
+    # --max-num-scheduled-tokens (0: unset) beside a drafter ("": none) whose draft slots come off the
+    # batched tokens each step (budget_geometry's deployment; 0: the prefill stalls); refused where vLLM
+    # refuses the flags.
+    "prompt_budget": RecordedFunction(
+        ("method", "num_speculative_tokens", "parallel_drafting", "max_num_batched_tokens", "max_num_scheduled_tokens"),
+        ("refused", "first_chunk"),
+        _first_chunk,
+    ),
     # The block vLLM starts from when --block-size is unset, for an attention backend whose kernels take
     # any multiple of `kernel_min` (its preferred block for the release's default block size).
     "start_block": RecordedFunction(

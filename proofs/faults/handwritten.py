@@ -282,6 +282,28 @@ MUTANTS = {
             base=BASELINE,
         ),
         _mutant(
+            "draft-slots-off-the-token-budget",
+            "`check` takes the drafter's slots off the smaller of the token budget and the batched tokens, where "
+            "the scheduler takes them off the batched tokens alone: a budget below the batched tokens loses the "
+            "slots too",
+            "deploy",
+            "scheduler_flags",
+            "prompt_budget=min(token_budget, max_num_batched_tokens - slots),",
+            "prompt_budget=min(token_budget, max_num_batched_tokens) - slots,",
+            base=BASELINE,
+        ),
+        _mutant(
+            "split-aligns-to-the-step-budget",
+            "`check`'s split decides whether to align a chunk down by the step's budget (the batched tokens less "
+            "the draft slots), where vLLM's reads the token budget: under 16 batched tokens and a larger "
+            "--max-num-scheduled-tokens the model schedules chunks the real scheduler stalls on",
+            "deploy",
+            "SchedulerFlags.scheduler_token_budget",
+            "return self.max_num_scheduled_tokens if self.max_num_scheduled_tokens > self.prompt_budget else None",
+            "return None",
+            base=BASELINE,
+        ),
+        _mutant(
             "context-length-from-one-key",
             "`check` reads a model's context length from max_position_embeddings alone: a config.json that also "
             "states a shorter seq_length or n_positions runs longer prompts than vLLM accepts",

@@ -71,11 +71,14 @@ def _tiny_model_dir() -> str:
     return directory
 
 
-def speculative_stand_in(eagle_block_drop: bool, lookahead: int, prefill_lookahead: int, has_draft: bool):
+def speculative_stand_in(
+    eagle_block_drop: bool, lookahead: int, prefill_lookahead: int, has_draft: bool, draft_slots: int = 0
+):
     """What vLLM's `SpeculativeConfig` answers the scheduler and `VllmConfig` for this geometry,
-    or None for no drafter. The drafter's prefill lookahead k is 1 for EAGLE and k for a k-module
-    MTP; the hash lookahead L is what `VllmConfig.num_hash_lookahead_tokens` resolves to: 0 with a
-    KV connector or with lookahead hashes off, else k. So a geometry's L is 0 or its k."""
+    or None for no drafter; `draft_slots`: its max_num_new_slots_for_drafting. The drafter's prefill
+    lookahead k is 1 for EAGLE and k for a k-module MTP; the hash lookahead L is what
+    `VllmConfig.num_hash_lookahead_tokens` resolves to: 0 with a KV connector or with lookahead hashes
+    off, else k. So a geometry's L is 0 or its k."""
     if not eagle_block_drop and not has_draft:
         return None
     if lookahead not in (0, max(1, prefill_lookahead)):
@@ -88,7 +91,7 @@ def speculative_stand_in(eagle_block_drop: bool, lookahead: int, prefill_lookahe
         method="mtp" if multi_module else "eagle",
         num_speculative_tokens=prefill_lookahead if multi_module else SPECULATIVE_TOKENS,
         num_speculative_tokens_per_batch_size=None,
-        max_num_new_slots_for_drafting=0,  # the geometry's budget is already net of draft slots
+        max_num_new_slots_for_drafting=draft_slots,
         parallel_drafting=False,
         disable_eagle_block_drop=not eagle_block_drop,
         disable_lookahead_block_hashes=lookahead == 0,
@@ -130,6 +133,11 @@ class EngineSetting:
     # only for a variant that keeps it (PR457, whose patch records the explicit bit): vLLM 0.33.0's
     # platform overwrites it with the block in align mode, so the baseline engine is built without it.
     mamba_block_size: int | None = None
+    # The scheduler's budgets as the flags give them, where a case reads them apart: max_num_batched_tokens
+    # (None: `budget`, the token budget) and the drafter's slots taken off it per step (0: a geometry's
+    # budget is already net of them).
+    batched: int | None = None
+    draft_slots: int = 0
 
     @classmethod
     def of(cls, geometry: Geometry, budget: int, variant: Variant = BASELINE) -> EngineSetting:
@@ -143,9 +151,13 @@ class EngineSetting:
             block = resolved.cadence if group.kind == RECURRENT else group.block_size
             sharded = group.dcp_sharded and group.kind != RECURRENT
             groups += [GroupSetting(group.kind, block, sharded, group.eagle)] * group.count
+        # A token budget above the step's: the scheduler gets it as max_num_scheduled_tokens and the step's
+        # budget as its batched tokens (what the batched tokens less the draft slots left).
+        token_budget = max(budget, d.scheduler_token_budget or 0)
         return cls(
             dcp_size=d.dcp_size,
-            budget=budget,
+            budget=token_budget,
+            batched=budget if token_budget > budget else None,
             long_prefill_token_threshold=d.long_prefill_token_threshold,
             eagle_block_drop=d.eagle_block_drop,
             lookahead=d.hash_lookahead_tokens,
@@ -213,7 +225,7 @@ def _vllm_config(setting: EngineSetting, max_model_len: int, offload_tier: str |
     s = setting
     model = ModelConfig(model=_tiny_model_dir(), skip_tokenizer_init=True, max_model_len=max_model_len)
     scheduler = SchedulerConfig(
-        max_num_batched_tokens=s.budget,
+        max_num_batched_tokens=s.batched or s.budget,
         max_num_scheduled_tokens=s.budget,
         max_num_seqs=1,  # one request at a time; vLLM asks for at least as many batched tokens
         max_model_len=max_model_len,
@@ -248,8 +260,10 @@ def _set_speculative_stand_in(config, setting: EngineSetting) -> int:
     blocks each recurrent group keeps."""
     has_draft = any(g.kind == DRAFT for g in setting.groups)
     speculative = speculative_stand_in(
-        setting.eagle_block_drop, setting.lookahead, setting.prefill_lookahead, has_draft
+        setting.eagle_block_drop, setting.lookahead, setting.prefill_lookahead, has_draft, setting.draft_slots
     )
+    if speculative is None and setting.draft_slots:
+        raise ValueError(f"{setting.draft_slots} draft slots without a drafter")
     object.__setattr__(config, "speculative_config", speculative)
     return speculative.num_speculative_tokens if speculative is not None else 0
 

@@ -120,8 +120,8 @@ def adapt_harness() -> list[str]:
         kv_cache_utils.resolve_kv_cache_block_sizes = resolve_kv_cache_block_sizes
         stand_in = engine.speculative_stand_in
 
-        def speculative_stand_in(eagle_block_drop, lookahead, prefill_lookahead, has_draft):
-            speculative = stand_in(eagle_block_drop, lookahead, prefill_lookahead, has_draft)
+        def speculative_stand_in(eagle_block_drop, lookahead, prefill_lookahead, has_draft, draft_slots=0):
+            speculative = stand_in(eagle_block_drop, lookahead, prefill_lookahead, has_draft, draft_slots)
             if speculative is not None:
                 k = max(1, prefill_lookahead)
                 speculative.uses_target_hidden_states = True

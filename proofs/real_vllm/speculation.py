@@ -239,3 +239,62 @@ class RealMtpLayers:
             hf_config = self._auto.for_model(model_type, **config)
         draft = self._override(hf_config)
         return getattr(draft, "n_predict", None), getattr(draft, "num_nextn_predict_layers", 1)
+
+
+class RealPromptBudget:
+    """Where the real scheduler ends a long prompt's first prefill chunk under the budget flags: vLLM's
+    own reading of the flags (`RealSpeculation`: the token budget and the drafter's slots), then its
+    `Scheduler` (proofs/real_vllm/engine.py) given them apart, max_num_batched_tokens,
+    max_num_scheduled_tokens and max_num_new_slots_for_drafting, on the recorded deployment
+    (proofs.catalog.recorded.budget_geometry)."""
+
+    def __init__(self) -> None:
+        import vllm
+
+        from proofs.catalog.recorded import VERSION
+
+        if vllm.__version__ != VERSION:
+            from proofs.real_vllm.other_release import adapt_harness
+
+            adapt_harness()
+        self._flags = RealSpeculation()
+
+    def read(
+        self,
+        method: str,
+        num_speculative_tokens: int,
+        parallel_drafting: bool,
+        max_num_batched_tokens: int,
+        max_num_scheduled_tokens: int,
+    ) -> tuple[bool, int]:
+        """(refused, the first chunk's end: 0 where the prefill stalls)."""
+        from dataclasses import replace
+
+        from proofs.catalog.recorded import budget_geometry, budget_prompt
+        from proofs.real_vllm.engine import EngineSetting, EngineStalled, RealEngine, prompt_tokens
+
+        refused, _drop, _lookahead, slots, budget = self._flags.read(
+            method,
+            num_speculative_tokens,
+            False,
+            False,
+            parallel_drafting,
+            1,
+            True,
+            False,
+            max_num_batched_tokens,
+            max_num_scheduled_tokens,
+        )
+        if refused:
+            return True, 0
+        batched = {
+            "max_num_batched_tokens": max_num_batched_tokens,
+            "max_num_scheduled_tokens": max_num_scheduled_tokens,
+        }
+        geometry = budget_geometry(bool(method), budget, budget_prompt(batched))
+        setting = replace(EngineSetting.of(geometry, budget), batched=max_num_batched_tokens, draft_slots=slots)
+        try:
+            prefill = RealEngine(setting).run(prompt_tokens(geometry.request.prompt_tokens))
+        except EngineStalled as stalled:
+            prefill = stalled.prefill
+        return False, prefill.chunk_ends[0] if prefill.chunk_ends and prefill.chunk_ends[0] else 0

@@ -266,6 +266,7 @@ READERS = {
     "real_kv_dtype": ("flags", "RealKvCacheDtype"),
     "real_start_block": ("flags", "RealStartBlock"),
     "real_context_length": ("flags", "RealContextLength"),
+    "real_prompt_budget": ("speculation", "RealPromptBudget"),
 }
 
 
@@ -320,6 +321,19 @@ def _context_row(real_context_length, model: str, keys_json: str, flag: int) -> 
     return None if read is None else [model, keys_json, flag, *read]
 
 
+# Drafters as (method, num_speculative_tokens, parallel_drafting): none, and those whose draft slots
+# come off the batched tokens each step (a draft model; parallel drafting, which 0.34.0 refuses but for
+# dflash and dspark); batched tokens below, at and off a 16-token block and a budget; --max-num-scheduled-tokens
+# unset, below and above them.
+BUDGET_DRAFTERS = (("", 0, False), ("draft_model", 1, False), ("draft_model", 3, True), ("eagle", 3, True))
+BUDGET_BATCHED = (5, 20, 4096, 4100, 8192)
+BUDGET_SCHEDULED = (0, 4096, 8192)
+
+
+def prompt_budget_cases() -> list[tuple]:
+    return [(*d, b, s) for d in BUDGET_DRAFTERS for b in BUDGET_BATCHED for s in BUDGET_SCHEDULED]
+
+
 def kv_dtype_cases() -> list[tuple]:
     """Every --kv-cache-dtype check takes, under every model dtype a family may have."""
     return [(kv, model) for kv in KV_CACHE_DTYPES for model in ("bfloat16", "float16", "float32")]
@@ -336,6 +350,7 @@ def record(
     real_kv_dtype,
     real_start_block,
     real_context_length,
+    real_prompt_budget,
 ) -> dict:
     rng = random.Random(SEED)
     split_cases = _sample(rng, list(boundaries.split_cases()), SPLIT_BOUNDARY_CASES)
@@ -377,6 +392,7 @@ def record(
         ],
         "kv_dtype": [[kv, model, *real_kv_dtype.read(kv, model)] for kv, model in kv_dtype_cases()],
         "start_block": [[kernel, real_start_block.read(kernel)] for kernel in START_BLOCK_KERNELS],
+        "prompt_budget": [[*case, *real_prompt_budget.read(*case)] for case in prompt_budget_cases()],
         "max_model_len": [
             row for row in (_context_row(real_context_length, *case) for case in context_cases()) if row is not None
         ],

@@ -5,10 +5,13 @@ tests/conformance/test_other_release.py.)"""
 
 import json
 
+import pytest
+
 from conformance.recorded import READERS, record
 from proofs.catalog.recorded import FUNCTIONS, RECORDED, VERSION
 
 
+@pytest.mark.slow  # over a minute: the prompt-budget rows run the real scheduler
 def test_recorded_answers_are_vllms(request):
     from conformance.recorded import installed_version
 
