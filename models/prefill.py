@@ -288,7 +288,7 @@ def _checked_budgets(budgets: Sequence[int] | int) -> list[int]:
     return budgets
 
 
-@dataclass
+@dataclass(frozen=True)
 class PrefillSteps:
     """The steps of one request's prefill under its budgets: the chunk the run takes from any start
     (`chunk_at`), and how often a cycle of them repeats (`repeat_from`)."""
@@ -298,10 +298,11 @@ class PrefillSteps:
     prompt: int
     tokens: int  # the prompt's and the outputs'
     split_function: object = None  # `split_function(params, call)`: another split than the model's
-    settled: int = field(init=False)  # the first step whose budget every later step keeps
 
-    def __post_init__(self) -> None:
-        self.settled = len(self.budgets) - 1
+    @property
+    def settled(self) -> int:
+        """The first step whose budget every later step keeps."""
+        return len(self.budgets) - 1
 
     def chunk_at(self, step: int, computed: int) -> Chunk:
         """The chunk of step `step`, starting at `computed` tokens."""
