@@ -94,11 +94,13 @@ def test_the_fields_read_are_recorded_however_they_are_read():
 
 
 def test_an_enumerated_entry_is_taken_by_a_variant_that_agrees_on_what_its_cases_read():
-    """vLLM's recorded answers are about resolution and the split, which do
+    """How check reads --kv-cache-dtype is a matter of resolution, which does
     not read the guard: pr457-guarded takes pr457's entry, cases and all;
-    baseline, which splits on another grid, is decided."""
+    baseline, which resolves an explicit --mamba-block-size otherwise, is
+    decided. (matches-recorded-vllm no longer serves: its prompt-budget rows
+    run a plan, and a plan reads the guard.)"""
     _, entries = run_catalogue(
-        ProveRequest(theorem="matches-recorded-vllm", variant="baseline,pr457,pr457-guarded", jobs=1)
+        ProveRequest(theorem="check-reads-the-kv-cache-dtype", variant="baseline,pr457,pr457-guarded", jobs=1)
     )
     by_variant = {e.variant: e for e in entries}
     assert by_variant["pr457"].same_claim_as == "" and by_variant["baseline"].same_claim_as == ""

@@ -790,9 +790,9 @@ MUTANTS = {
             "offload-last-token-loaded",
             "the offload connector's lookup starts from the later request's every token, not all but the last",
             "offload",
-            "offload_hit",
-            "        cap -= 1\n",
-            "        cap -= 0\n",
+            "hit_window",
+            "        window -= 1\n",
+            "        window -= 0\n",
         ),
         _mutant(
             "cache-positions-one-repetition-short",
