@@ -45,7 +45,7 @@ def test_an_edit_is_refuted_with_a_replaying_input_or_proved(tmp_path, edit):
     subject = subjects(edit.variant)[edit.function]
     functions = ShippedFunctions(Loader(source), edit.variant)  # loaded afresh: the replay is independent
     assert _plain(subject.shipped(functions, values)) == shipped_value
-    assert _plain(subject.model(values)) == model_value
+    assert _plain(subject.expected(functions, values)) == model_value
 
 
 def _plain(value):

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from models import deploy, offload
+from models import arith, deploy, offload, prefill
 from models.variants import BASELINE, VLLM_0_34
 from proofs.cli import main
 from proofs.engine.solver import PROVED, REFUTED
+from proofs.source import kernel, resume
 from proofs.source.decide import equivalence
 from proofs.source.equivalence import every_subject, subjects
 from proofs.source.functions import ShippedFunctions
@@ -176,3 +177,55 @@ def test_the_replayssm_alignment_has_no_model_to_be_proved_against(capsys):
     assert "mamba_state_bytes" not in subjects(BASELINE) and "mamba_state_bytes" not in subjects(VLLM_0_34)
     assert main(["source", "--function", "mamba_state_bytes"]) == 2
     assert "compare releases with --diff" in capsys.readouterr().err
+
+
+# vLLM 0.34.0's state columns: the aligned state indices its Triton kernel stores, run from source
+STATE_INPUTS = {
+    **dict(computed=5, scheduled=3, computed2=0, scheduled2=1, cadence=4, spec_blocks=1),
+    **dict(stale=0, stale2=0, accepted=1, accepted2=1, resumed=False, resumed2=False, fused=False),
+}
+
+
+def test_the_0_34_kernel_stores_each_groups_table_at_the_column_after_the_chunk(release_0_34):
+    assert release_0_34.state_columns_reading() == resume.ALIGNED
+    # per group (0, 1), request (5 + 3 tokens, 0 + 1) and slot (0, 1): (table, column); cdiv(8, 4) - 1 = 1
+    columns = (0, 1, 0, 2, 0, 0, 0, 1, 1, 1, 1, 2, 1, 0, 1, 1)
+    assert release_0_34.state_columns(STATE_INPUTS) == resume.expected_aligned_columns(STATE_INPUTS) == columns
+
+
+def test_the_0_34_kernel_is_proved_equal_to_the_model(release_0_34):
+    verdict = equivalence(subjects(VLLM_0_34)["state_columns"], release_0_34)
+    assert verdict.verdict == PROVED, verdict.reason
+
+
+def _state_column_of_the_end(end, cadence):
+    """A plausible slip: the block the end falls in, end // R, not that of the chunk's last token."""
+    return arith.floordiv(end, cadence)
+
+
+def test_a_broken_state_column_model_is_refuted_by_the_0_34_kernel(release_0_34, monkeypatch):
+    monkeypatch.setattr(prefill, "state_column", _state_column_of_the_end)
+    subject = subjects(VLLM_0_34)["state_columns"]
+    verdict = equivalence(subject, release_0_34)
+    assert verdict.verdict == REFUTED, verdict.reason
+    x = verdict.counterexample
+    assert verdict.values == (release_0_34.state_columns(x), resume.expected_aligned_columns(x))
+    assert verdict.values[0] != verdict.values[1]
+
+
+def test_the_diff_compares_the_running_column_both_releases_observe(release_0_33, release_0_34):
+    subject = subjects(BASELINE)["state_columns"]
+    verdict = equivalence(subject, release_0_33, release_0_34)
+    assert verdict.verdict == PROVED, verdict.reason
+    assert "each request's column after the chunk" in subject.compared_scope(release_0_33, release_0_34)
+    assert subject.compared_scope(release_0_34, release_0_34) == ""
+
+
+def test_a_masked_off_kernel_store_writes_nothing():
+    memory = [None] * 4
+    lanes = kernel.Language.arange(0, 4)
+    kernel.Language.store(kernel.Pointer(memory) + lanes, lanes * 10, mask=lanes < 2)
+    assert [kernel.value_of(v) if v is not None else None for v in memory] == [0, 10, None, None]
+    # a masked-off load without `other` is undefined: stored, it is no table entry
+    loaded = kernel.Language.load(kernel.Pointer(kernel.Table("t")) + lanes, mask=lanes < 1)
+    assert isinstance(loaded.items[0], kernel.Read) and loaded.items[1] is kernel.UNDEFINED

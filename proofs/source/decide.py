@@ -106,7 +106,8 @@ def _decide(subject: Subject, left, right, rlimit: int, found: dict) -> Verdict:
         hypotheses = subject.domain(x)
         with exploring_under(hypotheses.values()):
             subject.shipped(left, x)
-            other = subject.model(x) if right is None else subject.shipped(right, x)
+            other = subject.other(left, right, x)
+        project = subject.projected(left, right)
         shipped = built[0]
         returned = shipped.exploration.returned
         found.update(exploration=shipped.exploration, hypotheses=hypotheses, paths=len(returned), decided=0)
@@ -141,7 +142,9 @@ def _decide(subject: Subject, left, right, rlimit: int, found: dict) -> Verdict:
                     budget.poll()  # the function's own budget, if that is what ran out
                 return None
 
-            answer = _check_path(context, x, subject, path, shipped.value, other, domain, rlimit, same, probe)
+            answer = _check_path(
+                context, x, subject, path, lambda v: project(shipped.value(v)), other, domain, rlimit, same, probe
+            )
             if isinstance(answer, dict):
                 difference = subject.difference(left, right, answer)
                 reason = "found by replaying inputs of a path the solver left undecided"

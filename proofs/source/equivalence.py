@@ -119,8 +119,50 @@ class Subject:
     # the query is satisfiable, and lemmas over both releases' witnesses can only slow finding a model.
     lemmas_in_diff: bool = True
 
+    # Where releases compute it in different functions, each observed its own way: which one a
+    # ShippedFunctions reads (`reading(functions)`, a name); `model_of` then gives the model's
+    # observation of each, by name, and `common(name, observation)` the part every reading shares,
+    # which a comparison of two releases that read it differently compares.
+    reading: Callable[[object], str] | None = None
+    common: Callable[[str, object], object] | None = None
+    # (reading, its scope) where it is not `scope`; ("common", what `common` keeps) for a comparison
+    scopes: tuple[tuple[str, str], ...] = ()
+
     def model(self, x: dict):
         return self.model_of(self.variant, x)
+
+    def scope_for(self, functions) -> str:
+        """What a PROVED of the reading `functions` gives covers."""
+        return dict(self.scopes).get(self.reading(functions), self.scope) if self.reading else self.scope
+
+    def compared_scope(self, left, right) -> str:
+        """What a comparison of two releases compares, where they read the function differently."""
+        if self.reading is None or self.reading(left) == self.reading(right):
+            return ""
+        return f"{self.reading(left)} against {self.reading(right)}: {dict(self.scopes)['common']}"
+
+    def expected(self, functions, x: dict):
+        """The model's observation, of the reading `functions` gives."""
+        model = self.model(x)
+        return model if self.reading is None else model[self.reading(functions)]
+
+    def compared(self, left, right) -> tuple[Callable, Callable]:
+        """What of each release's observation a comparison of the two compares: the whole, or, where
+        they read the function differently, the part their readings share."""
+        if self.reading is None or self.reading(left) == self.reading(right):
+            return _whole, _whole
+        first, second = self.reading(left), self.reading(right)
+        return (lambda v: self.common(first, v)), (lambda v: self.common(second, v))
+
+    def other(self, left, right, x: dict):
+        """What the left release's observation is compared with: the model's, or the right release's."""
+        if right is None:
+            return self.expected(left, x)
+        return self.compared(left, right)[1](self.shipped(right, x))
+
+    def projected(self, left, right) -> Callable:
+        """How the left release's observation is compared (see `compared`)."""
+        return _whole if right is None else self.compared(left, right)[0]
 
     def for_variant(self, variant: Variant) -> Subject:
         return replace(self, variant=variant)
@@ -131,15 +173,19 @@ class Subject:
         def read(variant, x):
             hypotheses = self.domain(x)
             with exploring_under(hypotheses.values()):
-                a = self.shipped(left, x)
-                b = self.model(x) if right is None else self.shipped(right, x)
+                a = self.projected(left, right)(self.shipped(left, x))
+                b = self.other(left, right, x)
             return Claim(hypotheses=hypotheses, goal=_equal(a, b))
 
         return read
 
     def difference(self, left, right, values: dict) -> tuple[object, object]:
         """The two concrete values on `values`, for a report."""
-        return self.shipped(left, values), self.model(values) if right is None else self.shipped(right, values)
+        return self.projected(left, right)(self.shipped(left, values)), self.other(left, right, values)
+
+
+def _whole(value):
+    return value
 
 
 def _equal(a, b):
@@ -425,16 +471,12 @@ ALL_SUBJECTS = (
         "state_columns",
         resume.STATE_COLUMN_VARS,
         resume.state_columns_domain,
-        lambda v, x: resume.expected_state_columns(v, x),
+        resume.expected_columns,
         lambda f, x: f.state_columns(x),
         scope=resume.STATE_COLUMNS_SCOPE,
-        moved=(
-            (
-                "0.34.0",
-                "get_aligned_state_indices_multi_group_kernel (Triton) and the GPU model runner's "
-                "model_states/mamba_hybrid.py, which the executor does not run yet",
-            ),
-        ),
+        reading=lambda f: f.state_columns_reading(),
+        common=resume.running_columns,
+        scopes=((resume.ALIGNED, resume.ALIGNED_SCOPE), ("common", resume.COMMON_SCOPE)),
     ),
     Subject(
         "seeded_state_column",

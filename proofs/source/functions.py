@@ -55,6 +55,7 @@ class ShippedFunctions:
         loader.stand_ins.update(groups.STAND_INS)
         loader.stand_ins.update(PURE)
         loader.stand_ins.update(offload.STAND_INS)
+        loader.stand_ins.update(resume.aligned_stand_ins(loader))
         self._loaded: dict[str, LoadedFunction] = {}
 
     def target(self, name: str) -> tuple[str, str]:
@@ -168,15 +169,27 @@ class ShippedFunctions:
     def state_columns(self, x: dict):
         """`preprocess_mamba` for a batch of two requests (proofs/source/resume.py):
         per request, the recorded state column, the accepted count after it,
-        and every copy (source, destination, bias)."""
+        and every copy (source, destination, bias). Where the release has no
+        `preprocess_mamba` (0.34.0): `compute_aligned_state_indices` and its
+        Triton kernel, per group, request and slot, the table and column of
+        the stored entry (`state_columns_reading` says which)."""
 
         def run(f):
+            if self.state_columns_reading() == resume.ALIGNED:
+                methods = (self.loader, resume.MAMBA_UTILS, "MambaSpecDecodeGPUContext")
+                arguments, observed = resume.aligned_call(x, methods=methods)
+                f(*arguments)
+                return observed()
             call = resume.preprocess_call(x)
             f(**call.arguments)
             return call.observed()
 
         values = tuple(x[v.name] for v in resume.STATE_COLUMN_VARS)
         return self._call("state_columns", _symbolic(*values), run, value=lambda v: tuple(term(x) for x in v))
+
+    def state_columns_reading(self) -> str:
+        """Which function computes the state columns in this source: resume.PREPROCESS or resume.ALIGNED."""
+        return self.target("state_columns")[1]
 
     def seeded_state_column(self, computed, cadence, block):
         """`MambaHybridModelState.add_request` in align mode: the column it
@@ -435,5 +448,9 @@ TARGETS = {
     "configuration_check": (KV_CACHE_UTILS, "check_mamba_checkpoint_cadence"),
 }
 # name -> later places of the function, where a release moved it (tried in order when TARGETS' is absent)
-RENAMED = {"hash_lookahead": ((CONFIG, "VllmConfig._resolve_num_hash_lookahead_tokens"),)}
+RENAMED = {
+    "hash_lookahead": ((CONFIG, "VllmConfig._resolve_num_hash_lookahead_tokens"),),
+    # 0.34.0 has no V1 worker: the state columns are the aligned indices its Triton kernel stores
+    "state_columns": ((resume.MAMBA_UTILS, resume.ALIGNED),),
+}
 KERNELS = {"advanced_state_column"}  # Triton kernels, run as Python (proofs/source/kernel.py)

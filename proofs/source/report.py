@@ -53,7 +53,10 @@ def check(source: VllmSource, names=None, progress=True, theorems=True, variant:
         if progress:
             print(f"source: {name} ...", file=sys.stderr, flush=True)
         subject = chosen[name]
-        entry = result["functions"][name] = {"qualname": ".".join(functions.target(name)), "scope": subject.scope}
+        entry = result["functions"][name] = {
+            "qualname": ".".join(functions.target(name)),
+            "scope": subject.scope_for(functions),
+        }
         if not _present(functions, name):
             entry["verdict"] = ABSENT
             entry["required"] = subject.required(variant)
@@ -132,6 +135,8 @@ def diff(a: VllmSource, b: VllmSource, names=None, progress=True, variant: Varia
             entry["reason"] = "absent from " + " and ".join(absent)
             continue
         entry.update(_verdict(equivalence(chosen[name], left, right)))
+        if chosen[name].compared_scope(left, right):
+            entry["scope"] = chosen[name].compared_scope(left, right)
     result["seconds"] = round(time.perf_counter() - started, 2)
     result["ok"] = all(e["verdict"] in (PROVED, REFUTED, ABSENT) for e in result["functions"].values())
     return result

@@ -31,6 +31,22 @@ a kernel is intercepted here, recording the index it was given:
 
 The rest (the copy loop over groups, layers and states, the stale-entry
 cleanup, the fused-path bundle, `cdiv`) is vLLM's own code, executed.
+
+vLLM 0.34.0 has no V1 worker, so no `preprocess_mamba`: the columns a
+step's Mamba kernels read a request's states from are the aligned state
+indices of `MambaSpecDecodeGPUContext.compute_aligned_state_indices`, whose
+Triton kernel `get_aligned_state_indices_multi_group_kernel` stores
+`block_table[g][r, max((seq_len - 1) // R, 0) + s]` into
+`aligned_state_indices[g, r, s]`. The launcher runs from source on a
+stand-in for `self` (`aligned_call`): the context's buffers are lists, each
+Mamba group's block table a `kernel.Table` (an entry records the offset it
+was read at), the batch's `seq_lens` the requests' computed plus scheduled
+tokens; the kernel runs from source on the `tl` stand-in
+(proofs/source/kernel.py) for each program of the launcher's grid, with
+the block sizes the launcher passes (32 rows, the groups' and slots' next
+powers of two). Its observation is, per group, request and slot, the table
+the stored entry was read from and its column, or NOT_STORED twice where
+nothing was stored.
 """
 
 from __future__ import annotations
@@ -458,3 +474,111 @@ def kernel_call(computed, scheduled, cadence, previous, accepted, batch_offset):
         return tuple(kernel.value_of(v) for v in stored)
 
     return launch, observed
+
+
+# vLLM 0.34.0's aligned state indices (compute_aligned_state_indices and its Triton kernel).
+ALIGNED = "MambaSpecDecodeGPUContext.compute_aligned_state_indices"
+ALIGNED_KERNEL = "get_aligned_state_indices_multi_group_kernel"
+PREPROCESS = "preprocess_mamba"
+GROUPS = 2  # Mamba groups in the launch
+SLOTS = 2  # state slots per request: the running block and one speculative block (concrete: a tensor shape)
+MAX_REQUESTS = 4  # the persistent output's rows (max_num_reqs) and the batch's seq_lens length
+TABLE_STRIDE = 8  # a block table row's length (block_table_stride_req); flat offsets decode by it
+NOT_STORED = -1  # the table and column observed where the kernel stored no table entry
+ALIGNED_SCOPE = (
+    f"two requests in a batch; {GROUPS} Mamba groups; {SLOTS} state slots (one speculative block); "
+    "the launcher's 32-row program"
+)
+
+
+class _DeviceTensor(kernel.Pointer):
+    """A GPU tensor handed to the launcher: its base pointer, its shape and
+    strides; a slice of it is a view from the same base."""
+
+    def __init__(self, memory, shape, strides) -> None:
+        super().__init__(memory)
+        self.shape = shape
+        self.strides = strides
+        self.is_cuda, self.is_xpu = True, False
+
+    def stride(self, dim):
+        return self.strides[dim]
+
+    def __getitem__(self, _key):
+        return self
+
+
+def aligned_stand_ins(loader) -> dict:
+    """The launcher's globals: the kernel, run from source for each program of its grid, and `triton`."""
+    return {
+        f"{MAMBA_UTILS}.{ALIGNED_KERNEL}": kernel.Jit(
+            lambda: loader.load(MAMBA_UTILS, ALIGNED_KERNEL, kernel=True).function
+        ),
+        f"{MAMBA_UTILS}.triton": kernel.Triton,
+    }
+
+
+def aligned_call(x: dict, methods=None):
+    """`compute_aligned_state_indices(self, seq_lens, num_reqs)` for the batch of REQUESTS, request i's
+    sequence `computed + scheduled` (suffixed for i > 0), every group's Mamba block `cadence`.
+    Returns the arguments and a function reading the observation (see `aligned_columns`)."""
+    tables = [kernel.Table(f"the block table of Mamba group {g}") for g in range(GROUPS)]
+    seq_lens = [kernel.lane(x[_named("computed", i)] + x[_named("scheduled", i)]) for i in range(len(REQUESTS))]
+    seq_lens += [kernel.lane(0)] * (MAX_REQUESTS - len(seq_lens))
+    strides = (MAX_REQUESTS * SLOTS, SLOTS, 1)
+    output = [None] * (GROUPS * MAX_REQUESTS * SLOTS)
+    context = StandIn(
+        "the Mamba GPU context",
+        _methods=methods,
+        is_initialized=True,
+        aligned_state_indices=_DeviceTensor(output, (GROUPS, MAX_REQUESTS, SLOTS), strides),
+        aligned_index_block_table_ptrs=kernel.Pointer([kernel.Address(t) for t in tables]),
+        block_table_stride_req=TABLE_STRIDE,
+        block_size=kernel.lane(x["cadence"]),
+        num_groups=GROUPS,
+    )
+    arguments = (context, _DeviceTensor(seq_lens, (MAX_REQUESTS,), (1,)), len(REQUESTS))
+
+    def observed() -> tuple:
+        out = []
+        for g in range(GROUPS):
+            for r in range(len(REQUESTS)):
+                for slot in range(SLOTS):
+                    stored = output[g * strides[0] + r * strides[1] + slot * strides[2]]
+                    if isinstance(stored, kernel.Read):
+                        column = stored.offset - r * TABLE_STRIDE
+                        out += [tables.index(stored.table), kernel.value_of(column)]
+                    else:
+                        out += [NOT_STORED, NOT_STORED]
+        return tuple(out)
+
+    return arguments, observed
+
+
+def expected_aligned_columns(x: dict) -> tuple:
+    """What the model says the aligned state indices are: for each group, request and slot, that
+    group's table at the column after the chunk (`state_column`), plus the slot."""
+    out = []
+    for g in range(GROUPS):
+        for i in range(len(REQUESTS)):
+            column = prefill.state_column(x[_named("computed", i)] + x[_named("scheduled", i)], x["cadence"])
+            for slot in range(SLOTS):
+                out += [g, column + slot]
+    return tuple(out)
+
+
+def expected_columns(variant, x: dict) -> dict:
+    """The model's observation of each reading: 0.33.0's `preprocess_mamba`, 0.34.0's aligned indices."""
+    return {PREPROCESS: expected_state_columns(variant, x), ALIGNED: expected_aligned_columns(x)}
+
+
+COMMON_SCOPE = "what both observe, each request's column after the chunk (the aligned indices' first group and slot)"
+PER_REQUEST_OBSERVED = 3 + 3 * COPIES  # preprocess_mamba's observation of one request
+
+
+def running_columns(reading: str, observed: tuple) -> tuple:
+    """What both readings observe: each request's column after the chunk (the running block): the
+    column `preprocess_mamba` records, the first group's first slot of the aligned indices."""
+    if reading == PREPROCESS:
+        return tuple(observed[i * PER_REQUEST_OBSERVED] for i in range(len(REQUESTS)))
+    return tuple(observed[(i * SLOTS) * 2 + 1] for i in range(len(REQUESTS)))
