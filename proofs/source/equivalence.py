@@ -110,9 +110,6 @@ class Subject:
     required: Callable[[Variant], bool] = _every_variant
     # The function's raises are its answer (a configuration refused), not crash sites.
     raises_are_results: bool = False
-    # Releases whose code computes it elsewhere than TARGETS names, where the executor does not follow
-    # (release -> where): reported with its ABSENT, which stays a failure where it is required.
-    moved: tuple[tuple[str, str], ...] = ()
     # The rlimit of each path's query when it must be above decide.PATH_RLIMIT (0: that one).
     path_rlimit: int = 0
     # Whether `lemmas` are given to a release-against-release query too: where the releases differ
