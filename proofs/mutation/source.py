@@ -31,7 +31,7 @@ from proofs.engine.claims import symbolic_inputs
 from proofs.engine.solver import PROVED, REFUTED
 from proofs.mutation.reach import codes_of, profiled
 from proofs.source.decide import equivalence
-from proofs.source.equivalence import SUBJECTS
+from proofs.source.equivalence import SUBJECTS, exploring_under
 from proofs.source.functions import ShippedFunctions
 from proofs.source.loader import Loader, SourceError
 from proofs.source.releases import source_for
@@ -119,8 +119,11 @@ def model_readers(functions: list[tuple[str, str]]) -> dict[str, list[str]]:
     with profiled(codes_of(functions), record):
         for name, subject in SUBJECTS.items():
             current[0] = name
-            with arith.symbolic_context():
-                subject.model(symbolic_inputs(subject.variables, z3.Context()))
+            # As `source` reads it: in z3's main context, where the executor builds the terms of a model
+            # read on proxies (equivalence.model_on_proxies), under the subject's domain.
+            x = symbolic_inputs(subject.variables, z3.main_ctx())
+            with arith.symbolic_context(), exploring_under(subject.domain(x).values()):
+                subject.model(x)
     return readers
 
 
