@@ -228,6 +228,7 @@ def test_simulate_never_raises(tmp_path_factory, capsys, data):
     run(tmp_path, capsys, argv)
 
 
+@pytest.mark.slow  # fuzzing the command line, several seconds a run; CI runs it
 @settings(FUZZ, max_examples=300)  # each call is short: the result is small
 @given(data=st.data())
 def test_report_never_raises(tmp_path_factory, capsys, data):
@@ -259,6 +260,7 @@ def test_prove_never_raises(tmp_path_factory, capsys, data):
     run(tmp_path, capsys, argv)
 
 
+@pytest.mark.slow  # fuzzing the command line, several seconds a run; CI runs it
 @settings(FUZZ)
 @given(data=st.data())
 def test_mine_never_raises(tmp_path_factory, capsys, data):
@@ -448,6 +450,7 @@ def test_the_generated_files_include_valid_ones():
     assert json.loads(valid_result_text())["format"] == "gridproof-result/1"
 
 
+@pytest.mark.slow  # fuzzing the command line, several seconds a run; CI runs it
 @settings(FUZZ, max_examples=15)  # --list: the mutants are generated, none is run
 @given(data=st.data())
 def test_mutate_never_raises(tmp_path_factory, capsys, data):

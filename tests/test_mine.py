@@ -32,6 +32,7 @@ def corpus(tmp_path_factory):
     return tmp_path_factory.mktemp("corpus")
 
 
+@pytest.mark.slow  # mines the headline theorem twice (about 12 s)
 def test_two_classes_of_the_headline_for_baseline_replay(corpus):
     status, out, err = mine(HEADLINE, "--variant", "baseline", "--max", "2", "--out", str(corpus))
     assert status == 0, err

@@ -98,6 +98,7 @@ def test_resolution_is_the_real_align_hybrid_block_size(real_config, name):
             assert deployment.geometry.deployment.block_size == real[0]
 
 
+@pytest.mark.slow  # a pytest run of its own over every exported test (about 15 s)
 def test_exported_vllm_tests_run_against_the_installed_vllm(tmp_path):
     """`check --emit-vllm-test` and `mine --format vllm-test` write files
     that vLLM 0.33.0 runs: the real split takes the derived chunk ends
