@@ -49,6 +49,7 @@ def test_two_classes_of_the_headline_for_baseline_replay(corpus):
     assert "free:" in out and "minimal:" in out
 
 
+@pytest.mark.slow  # runs after the test above, on its corpus
 def test_a_second_run_adds_no_file(corpus):
     before = {p.name: p.stat().st_mtime_ns for p in corpus.iterdir()}
     assert len(before) == 2, "runs after test_two_classes_of_the_headline_for_baseline_replay"
