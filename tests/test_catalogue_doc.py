@@ -23,10 +23,10 @@ def test_page_names_every_theorem_with_its_expectations() -> None:
 
 
 def test_check_flags_a_stale_page(tmp_path, monkeypatch, capsys) -> None:
-    stale = tmp_path / "catalogue.md"
-    stale.write_text(render().replace("PROVED", "REFUTED", 1), encoding="utf-8")
+    stale, page = tmp_path / "catalogue.md", render()
+    stale.write_text(page.replace("PROVED", "REFUTED", 1), encoding="utf-8")
     monkeypatch.setattr("proofs.report.catalogue.PAGE", stale)
     assert main(["--check"]) == 1
     assert "stale" in capsys.readouterr().err
-    stale.write_text(render(), encoding="utf-8")
+    stale.write_text(page, encoding="utf-8")
     assert main(["--check"]) == 0
