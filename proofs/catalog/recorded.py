@@ -208,9 +208,9 @@ def budget_geometry(drafter: bool, budget: int, prompt: int, token_budget: int |
     return Geometry("prompt-budget", deployment, groups, Request(prompt))
 
 
-def budget_prompt(x: dict) -> int:
-    """A prompt longer than three steps at any budget the case's flags give."""
-    return 3 * max(x["max_num_batched_tokens"], x["max_num_scheduled_tokens"]) + 5
+def budget_prompt(max_num_batched_tokens: int, max_num_scheduled_tokens: int) -> int:
+    """A prompt longer than three steps at any budget the flags give."""
+    return 3 * max(max_num_batched_tokens, max_num_scheduled_tokens) + 5
 
 
 def _first_chunk(variant, x: dict) -> tuple:
@@ -236,7 +236,12 @@ def _first_chunk(variant, x: dict) -> tuple:
         )
     except DeploymentError:
         return True, 0
-    geometry = budget_geometry(bool(x["method"]), flags.prompt_budget, budget_prompt(x), flags.scheduler_token_budget)
+    geometry = budget_geometry(
+        bool(x["method"]),
+        flags.prompt_budget,
+        budget_prompt(x["max_num_batched_tokens"], x["max_num_scheduled_tokens"]),
+        flags.scheduler_token_budget,
+    )
     trace = run_prefill(plan(variant, geometry), flags.prompt_budget)
     return False, next(trace.every_chunk()).end
 

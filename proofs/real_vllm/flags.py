@@ -86,11 +86,8 @@ class RealContextLength:
         )
 
         self._config, self._patch, self._text = PretrainedConfig, patch_rope_parameters, get_hf_text_config
-        self._convertors, self._base, self._verify = (
-            MODEL_ARCH_CONFIG_CONVERTORS,
-            ModelArchConfigConvertorBase,
-            (_get_and_verify_max_len),
-        )
+        self._convertors, self._base = MODEL_ARCH_CONFIG_CONVERTORS, ModelArchConfigConvertorBase
+        self._verify = _get_and_verify_max_len
 
     def read(self, config: dict, max_model_len: int | None) -> tuple[bool, int]:
         """(refused, the max_model_len vLLM runs with): refused where vLLM raises."""

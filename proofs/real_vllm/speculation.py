@@ -287,11 +287,8 @@ class RealPromptBudget:
         )
         if refused:
             return True, 0
-        batched = {
-            "max_num_batched_tokens": max_num_batched_tokens,
-            "max_num_scheduled_tokens": max_num_scheduled_tokens,
-        }
-        geometry = budget_geometry(bool(method), budget, budget_prompt(batched))
+        prompt = budget_prompt(max_num_batched_tokens, max_num_scheduled_tokens)
+        geometry = budget_geometry(bool(method), budget, prompt)
         setting = replace(EngineSetting.of(geometry, budget), batched=max_num_batched_tokens, draft_slots=slots)
         try:
             prefill = RealEngine(setting).run(prompt_tokens(geometry.request.prompt_tokens))
