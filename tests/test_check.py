@@ -520,3 +520,17 @@ def test_config_json_counts_have_the_flags_bounds(capsys, tmp_path, change, mess
     assert main(["check", "--model", str(path), "-tp", "2"]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_prefill_that_stalls_is_said_to_restore_nothing(capsys):
+    """Fewer batched tokens than one block, under a larger --max-num-scheduled-tokens: vLLM's split aligns
+    by the token budget, so the real prefill stalls; check says so in a deployer's words, not as a law
+    no formula fits, and exits 1."""
+    args = ("--model", "qwen3-next", "--max-num-batched-tokens", "100", "--max-num-scheduled-tokens", "4096")
+    status, out = check(capsys, *args)
+    assert status == 1
+    assert "hit(L): no law: the prefill of a 101-token prompt stalls at step 0" in out
+    assert "NOT OK (exit 1): nothing restores: the prefill" in out
+    assert "no formula fits" not in out
+    status, result = check_json(capsys, *args)
+    assert result["hit_law"]["verdict"] == "NO FORMULA" and "stalls" in result["hit_law"]["failure"]

@@ -38,6 +38,8 @@ def answer_lines(r: CheckResult) -> list[str]:
             lines.append(f"  The smallest prefix that hits: {smallest:,} tokens (it restores {law.law(smallest):,}).")
     elif law.verdict == "NOT RUN":
         lines.append(f"  hit(L): not computed ({law.reason})")
+    elif law.law.failure and not law.law.differences:
+        lines.append(f"  hit(L): no law: {law.law.failure}.")
     else:
         lines.append("  hit(L): no formula fits; where the closest one differs (L, restored, formula):")
         lines += [f"    {n:,}: {hit}, {formula:,}" for n, hit, formula in law.law.differences[:5]]

@@ -119,6 +119,7 @@ class RestoreLaw:
     differences: list[tuple[int, int | None, int]] = field(default_factory=list)  # (L, model, best formula)
     failures: list[int] = field(default_factory=list)  # lengths whose lookup fails or prefill stalls
     smallest_hit: int | None = None  # the least L restored anything (None: none checked)
+    failure: str = ""  # what happens at the first of `failures`, in a deployer's words
 
     @property
     def verdict(self) -> str:
@@ -138,6 +139,7 @@ class RestoreLaw:
             "differences": [list(d) for d in self.differences[:5]],
             "failures": self.failures[:5],
             "smallest_hit": self.smallest_hit,
+            **({"failure": self.failure} if self.failure else {}),
         }
 
 
@@ -169,9 +171,22 @@ def restore_law(p: Plan, limit: int | None = None) -> RestoreLaw:
         largest_checked=max(lengths),
         differences=best_differences or [],
         failures=failures,
+        failure=failure(p, failures[0]) if failures else "",
     )
     law.smallest_hit = smallest_hit(p, law, observed)
     return law
+
+
+def failure(p: Plan, length: int) -> str:
+    """Why a resend of `length` tokens has no hit to state: the prefill stalls, or vLLM's lookup fails."""
+    budget = p.geometry.deployment.max_num_scheduled_tokens
+    trace = run_prefill(p, budget, prompt_tokens=length, output_tokens=0, condense_beyond=CONDENSE_BEYOND)
+    if trace.stalled_at is not None:
+        return (
+            f"the prefill of a {length:,}-token prompt stalls at step {trace.stalled_at} (the scheduler never "
+            "finishes it), so nothing is cached or restored"
+        )
+    return f"vLLM's prefix-cache lookup fails for a {length:,}-token resend"
 
 
 def smallest_hit(p: Plan, law: RestoreLaw, observed: dict[int, int | None]) -> int | None:
