@@ -9,9 +9,10 @@ checkpoint position and validity, and block-size resolution, on inputs
 drawn at and around the places each decides on; and `gridproof check`'s
 reading of the speculative, connector, caching and budget flags
 (models.deploy), of a model's MTP layer count, of an offloading
-connector's chunk size, of the token-count flags' text and of each
-built-in model's recurrent state tensors to what vLLM's own config,
-parsers and calculators read of them.
+connector's chunk size, of the token-count flags' text, of each
+built-in model's recurrent state tensors and of a config.json's
+attention and state sizes to what vLLM's own config, parsers,
+calculators, architecture convertor and model classes read of them.
 tests/conformance/recorded.py records them with the real vLLM;
 tests/conformance/test_recorded.py checks that this file is what it records.
 """
@@ -199,6 +200,49 @@ def _max_model_len(_variant, x: dict) -> tuple:
         return True, 0
 
 
+# What vLLM's config classes need to load a built-in family's file and gridproof does not read: a
+# multimodal wrapper's text config nested as a published config.json nests it (vLLM's KimiK3Config and
+# Qwen3_5Config read their text config there, and defaults where it is absent), Kimi-Linear's layer lists
+# (its config class asserts them), and no layer_types where the file quotes them as a sentence.
+TEXT_CONFIG_TYPES = {"kimi_k3": "kimi_linear", "qwen3_5": "qwen3_5_text"}
+
+
+def reading_config(x: dict) -> dict:
+    """The config.json a recorded reading case stands for: a built-in family's, with the case's keys
+    set over its text config, as vLLM's config classes load it."""
+    family = json.loads((FAMILY_DIR / f"{x['model']}.json").read_text(encoding="utf-8"))
+    text = {k: v for k, v in family.items() if not k.startswith("_")}
+    if isinstance(text.get("layer_types"), str):
+        text["layer_types"] = None
+    if isinstance(text.get("linear_attn_config"), dict):
+        text["linear_attn_config"] = {"kda_layers": [], "full_attn_layers": [], **text["linear_attn_config"]}
+    text.update(json.loads(x["keys_json"]))
+    wrapper = text["model_type"]
+    if wrapper in TEXT_CONFIG_TYPES:
+        return {"model_type": wrapper, "text_config": {**text, "model_type": TEXT_CONFIG_TYPES[wrapper]}}
+    return text
+
+
+def _attention_page(_variant, x: dict) -> tuple:
+    """`gridproof check`'s attention page of one token on a rank (models.hf_config: the config's head
+    size and KV heads as parse_model reads them, split over TP, in the KV cache's dtype)."""
+    try:
+        model = parse_model(reading_config(x), x["model"])
+    except ModelConfigError:
+        return True, 0
+    return False, model.attention_page_per_token(x["tp"], x["kv_cache_dtype"])
+
+
+def _model_state(_variant, x: dict) -> tuple:
+    """`gridproof check`'s recurrent state tensors of a config.json (models.hf_config.parse_model, then
+    HybridModel.state), with the cache dtypes auto: each tensor's element count and dtype, as JSON text."""
+    try:
+        tensors = parse_model(reading_config(x), x["model"]).state(x["tp"], x["num_spec"], "auto")
+    except ModelConfigError:
+        return True, "", ""
+    return False, json.dumps([math.prod(t.shape) for t in tensors]), json.dumps([t.dtype for t in tensors])
+
+
 def budget_geometry(drafter: bool, budget: int, prompt: int, token_budget: int | None = None) -> Geometry:
     """The hybrid deployment a prompt-budget case runs: attention and a recurrent state at 16 tokens a
     block (a draft group beside them with a drafter), `budget` tokens a step under a token budget of
@@ -288,6 +332,17 @@ FUNCTIONS = {
     # The KV cache's element size under each --kv-cache-dtype check takes, for a model of each dtype: what
     # a token's attention page (and so the hybrid block) is made of.
     "kv_dtype": RecordedFunction(("kv_cache_dtype", "model_dtype"), ("refused", "element_bytes"), _kv_dtype),
+    # A built-in model's config.json with the keys of `keys_json` set over its text config (reading_config),
+    # read as vLLM reads it: one token's attention page on a rank at TP `tp` under --kv-cache-dtype, from the
+    # head size, KV heads and MLA its architecture convertor reads; refused where gridproof refuses it.
+    "attention_page": RecordedFunction(
+        ("model", "keys_json", "tp", "kv_cache_dtype"), ("refused", "page_per_token"), _attention_page
+    ),
+    # The same configs' recurrent state as vLLM's model class builds it from the config (the families whose
+    # class imports on this install), with `num_spec` speculative tokens; refused where vLLM's divide asserts.
+    "model_state": RecordedFunction(
+        ("model", "keys_json", "tp", "num_spec"), ("refused", "elements_json", "dtypes_json"), _model_state
+    ),
     # A mamba_block_size given on entry is the user's --mamba-block-size (explicit_mamba_block_size).
     "config": RecordedFunction(
         tuple(f.name for f in fields(ConfigInputs)),

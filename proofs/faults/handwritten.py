@@ -343,6 +343,26 @@ MUTANTS = {
             base=BASELINE,
         ),
         _mutant(
+            "head-dim-derived-where-stated",
+            "`check` derives the head size as hidden_size / num_attention_heads wherever the config gives both, "
+            "where vLLM's architecture convertor reads a stated head_dim first",
+            "hf_config",
+            "_attention",
+            'if config.get("head_dim") is not None:',
+            'if config.get("head_dim") is not None and "hidden_size" not in config:',
+            base=BASELINE,
+        ),
+        _mutant(
+            "kv-heads-not-replicated",
+            "`check` splits the KV heads over TP without replicating them: at a TP size above the KV heads a "
+            "rank holds no attention page, where vLLM's get_num_kv_heads keeps one head on each rank",
+            "hf_config",
+            "HybridModel.kv_heads_per_rank",
+            "max(1, self.kv_heads // tp)",
+            "self.kv_heads // tp",
+            base=BASELINE,
+        ),
+        _mutant(
             "typical-request-a-token-long",
             "`check`'s typical request is one token longer than the 100,000 it documents",
             "deploy",

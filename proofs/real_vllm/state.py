@@ -1,10 +1,13 @@
-"""vLLM 0.33.0's own recurrent state tensors for a model `gridproof check`
-reads: `MambaStateShapeCalculator` and `MambaStateDtypeCalculator`, called
-for the model's kind with the fields its config.json gives (as vLLM's model
-classes call them)."""
+"""vLLM's own recurrent state tensors for a model `gridproof check` reads:
+`MambaStateShapeCalculator` and `MambaStateDtypeCalculator`, called for the
+model's kind with the fields gridproof read of its config.json (as vLLM's model
+classes call them, `RealStateTensors`); and vLLM's own reading of the
+config.json itself, its attention page and its model class's state
+(`RealModelReading`)."""
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 
@@ -66,3 +69,112 @@ class RealStateTensors:
             got = shapes.linear_attention_state_shape(f["num_attention_heads"], tp, f["head_dim"])
             types = dtypes.linear_attention_state_dtype(model.dtype, "auto")
         return [math.prod(s) for s in got], [str(t).removeprefix("torch.") for t in types]
+
+
+# The model class vLLM resolves for each model type whose class builds its recurrent state from the config
+# (get_mamba_state_shape_from_config), imported with the installed dependencies. MiniMax's linear
+# attention was removed from vLLM (0.23.0); Qwen3.5's class needs torchvision, and Qwen3-Next's and
+# Kimi's need compressed-tensors and loguru, none of which the CPU install has.
+STATE_MODEL_CLASSES = {
+    "falcon_h1": "FalconH1ForCausalLM",
+    "granitemoehybrid": "GraniteMoeHybridForCausalLM",
+    "jamba": "JambaForCausalLM",
+    "nemotron_h": "NemotronHForCausalLM",
+}
+
+
+class RealModelReading:
+    """vLLM's own reading of a config.json: the config class vLLM loads for its model type (its config
+    registry, else transformers'), the attention sizes its architecture convertor reads
+    (`ModelArchConfigConvertorBase.convert`: head size, KV heads, MLA), the KV heads per rank
+    (`ModelConfig.get_num_kv_heads`) and one token's attention page (`FullAttentionSpec` or
+    `MLAAttentionSpec` at block 1, in the KV cache's dtype), as `_align_hybrid_block_size` computes it;
+    and the recurrent state the model class builds from the config (STATE_MODEL_CLASSES), where it
+    imports. The model dtype is the config's own: vLLM's resolution of --dtype auto reads the platform."""
+
+    def __init__(self) -> None:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=DeprecationWarning)
+            import torch
+            import transformers
+            import vllm.config  # noqa: F401  (the convertor module is imported through the config package)
+            from vllm.config.model import ModelConfig
+            from vllm.model_executor.models import ModelRegistry
+            from vllm.model_executor.models.config import MODELS_CONFIG_MAP
+            from vllm.transformers_utils.config import _CONFIG_REGISTRY, get_hf_text_config
+            from vllm.transformers_utils.model_arch_config_convertor import (
+                MODEL_ARCH_CONFIG_CONVERTORS,
+                ModelArchConfigConvertorBase,
+            )
+            from vllm.utils.torch_utils import kv_cache_dtype_str_to_dtype
+            from vllm.v1.kv_cache_interface import FullAttentionSpec, MLAAttentionSpec
+
+        self._torch, self._transformers = torch, transformers
+        self._registry, self._text = _CONFIG_REGISTRY, get_hf_text_config
+        self._convertors, self._base = MODEL_ARCH_CONFIG_CONVERTORS, ModelArchConfigConvertorBase
+        self._kv_heads, self._kv_dtype = ModelConfig.get_num_kv_heads, kv_cache_dtype_str_to_dtype
+        self._specs = {False: FullAttentionSpec, True: MLAAttentionSpec}
+        self._classes = {t: ModelRegistry._try_load_model_cls(a) for t, a in STATE_MODEL_CLASSES.items()}
+        # What VllmConfig runs for the architecture before the state is sized (NemotronH's reads the
+        # config's mamba_ssm_cache_dtype into the cache config).
+        self._updates = {t: MODELS_CONFIG_MAP.get(a) for t, a in STATE_MODEL_CLASSES.items()}
+
+    def _hf_config(self, config: dict):
+        """The config object vLLM's get_config makes of the dict: its own registry's class for the model
+        type first, then transformers' (AutoConfig's mapping)."""
+        config = json.loads(json.dumps(config))
+        model_type = config["model_type"]
+        if model_type in self._registry:
+            return self._registry[model_type].from_dict(config)
+        return self._transformers.CONFIG_MAPPING[model_type].from_dict(config)
+
+    def _model_config(self, config: dict):
+        from types import SimpleNamespace
+
+        hf_config = self._hf_config(config)
+        text = self._text(hf_config)
+        arch = self._convertors.get(hf_config.model_type, self._base)(hf_config, text).convert()
+        dtype = getattr(self._torch, str(getattr(text, "dtype", None) or "bfloat16").removeprefix("torch."))
+        return SimpleNamespace(
+            use_mla=arch.is_deepseek_mla, model_arch_config=arch, hf_config=hf_config, hf_text_config=text, dtype=dtype
+        )
+
+    def attention_page(self, config: dict, tp: int, kv_cache_dtype: str) -> int:
+        """One token's attention page on a rank, in bytes."""
+        from types import SimpleNamespace
+
+        model_config = self._model_config(config)
+        arch = model_config.model_arch_config
+        spec = self._specs[bool(model_config.use_mla)](
+            block_size=1,
+            num_kv_heads=self._kv_heads(model_config, SimpleNamespace(tensor_parallel_size=tp)),
+            head_size=arch.head_size,
+            dtype=self._kv_dtype(kv_cache_dtype, model_config),
+        )
+        return spec.page_size_bytes
+
+    def state(self, config: dict, tp: int, num_spec: int) -> tuple[bool, str, str]:
+        """(refused, the state tensors' element counts and dtypes as JSON text) as the model class builds
+        them from the config, with `num_spec` speculative tokens and the cache dtypes auto: refused where
+        vLLM's `divide` asserts that the TP size does not split a dimension."""
+        from types import SimpleNamespace
+
+        model_config = self._model_config(config)
+        model_type = model_config.hf_text_config.model_type
+        model_class = self._classes[model_type]
+        vllm_config = SimpleNamespace(
+            model_config=model_config,
+            parallel_config=SimpleNamespace(tensor_parallel_size=tp),
+            speculative_config=SimpleNamespace(num_speculative_tokens=num_spec) if num_spec else None,
+            num_speculative_tokens=num_spec,
+            cache_config=SimpleNamespace(mamba_cache_dtype="auto", mamba_ssm_cache_dtype="auto", use_replayssm=False),
+        )
+        if self._updates[model_type] is not None:
+            self._updates[model_type].verify_and_update_config(vllm_config)
+        try:
+            shapes = model_class.get_mamba_state_shape_from_config(vllm_config)
+        except AssertionError:
+            return True, "", ""
+        dtypes = model_class.get_mamba_state_dtype_from_config(vllm_config)
+        names = [str(t).removeprefix("torch.") for t in dtypes]
+        return False, json.dumps([math.prod(shape) for shape in shapes]), json.dumps(names)

@@ -37,7 +37,7 @@ from conformance import boundaries, config_inputs, decision_inputs, split_inputs
 from models.config import ConfigInputs
 from models.deploy import SHARDED_DRAFT, SPECULATIVE_METHODS, UNSHARDED_DRAFT
 from models.errors import GridproofError
-from models.hf_config import KV_CACHE_DTYPES, builtin_model_names, load_model
+from models.hf_config import FAMILY_DIR, KV_CACHE_DTYPES, builtin_model_names, load_model
 from models.scheduler import SplitCall, SplitParams
 from proofs.catalog.recorded import (
     ABSENT,
@@ -46,6 +46,7 @@ from proofs.catalog.recorded import (
     SPLIT_PARAMS,
     mtp_config,
     offload_extra_config,
+    reading_config,
     record_path,
 )
 
@@ -244,6 +245,10 @@ def _state_rows(real_state) -> list[list]:
     return rows
 
 
+def _kept(rows) -> list[list]:
+    return [row for row in rows if row is not None]
+
+
 def _returned(function, *arguments):
     """What the real function returns, or None where it raises: such inputs are not recorded."""
     try:
@@ -267,6 +272,7 @@ READERS = {
     "real_start_block": ("flags", "RealStartBlock"),
     "real_context_length": ("flags", "RealContextLength"),
     "real_prompt_budget": ("speculation", "RealPromptBudget"),
+    "real_reading": ("state", "RealModelReading"),
 }
 
 
@@ -334,6 +340,68 @@ def prompt_budget_cases() -> list[tuple]:
     return [(*d, b, s) for d in BUDGET_DRAFTERS for b in BUDGET_BATCHED for s in BUDGET_SCHEDULED]
 
 
+# Keys set over a built-in model's text config, each where the family states the keys it replaces (the
+# first: as it is): a head dimension stated against one derived from the hidden size, KV heads below and
+# off the TP sizes, another MLA latent, another model dtype, and the Mamba sizes vLLM's model classes read
+# (the inner size stated or derived, groups that TP does not divide, an SSM cache dtype in the config).
+READING_KEYS = (
+    ({}, ()),
+    ({"hidden_size": 1024, "num_attention_heads": 4}, ("head_dim",)),
+    ({"head_dim": 96}, ("hidden_size", "num_attention_heads")),
+    ({"hidden_size": 3072, "num_attention_heads": 24}, ("hidden_size", "num_attention_heads")),
+    ({"num_key_value_heads": 1}, ("num_key_value_heads",)),
+    ({"num_key_value_heads": 6}, ("num_key_value_heads",)),
+    ({"kv_lora_rank": 256, "qk_rope_head_dim": 32}, ("kv_lora_rank",)),
+    ({"dtype": "float16"}, ("dtype",)),
+    ({"mamba_d_ssm": None, "hidden_size": 3072, "mamba_expand": 2}, ("mamba_d_ssm",)),
+    ({"mamba_n_groups": 3}, ("mamba_n_groups",)),
+    ({"n_groups": 3}, ("n_groups",)),
+    ({"mamba_ssm_cache_dtype": "float32"}, ("mamba_ssm_cache_dtype",)),
+)
+READING_TP_SIZES = (1, 2, 4, 8, 16)
+# vLLM 0.33.0 has no MiniMax-Text-01 (its class was removed in 0.23.0) and so no config class to read it.
+NOT_LOADED_BY_VLLM = ("minimax",)
+
+
+def _reading_keys() -> list[tuple[str, str]]:
+    """(model, keys_json) for every built-in model vLLM loads and each of READING_KEYS it states the keys of."""
+    cases = []
+    for name in builtin_model_names():
+        if name in NOT_LOADED_BY_VLLM:
+            continue
+        family = json.loads((FAMILY_DIR / f"{name}.json").read_text(encoding="utf-8"))
+        for keys, needs in READING_KEYS:
+            if all(key in family for key in needs):
+                cases.append((name, json.dumps(keys, sort_keys=True)))
+    return cases
+
+
+def attention_page_cases() -> list[tuple]:
+    return [(*case, tp, kv) for case in _reading_keys() for tp in READING_TP_SIZES for kv in ("auto", "fp8")]
+
+
+def model_state_cases() -> list[tuple]:
+    """The reading cases of the families whose vLLM model class is at hand (STATE_MODEL_CLASSES)."""
+    from proofs.real_vllm.state import STATE_MODEL_CLASSES
+
+    cases = []
+    for name, keys in _reading_keys():
+        if load_model(name).model_type in STATE_MODEL_CLASSES:
+            cases += [(name, keys, tp, num_spec) for tp in READING_TP_SIZES for num_spec in (0, 2)]
+    return cases
+
+
+def _attention_page_row(real_reading, model: str, keys_json: str, tp: int, kv: str) -> list | None:
+    """None where vLLM's config class refuses the config (its own validation of the sizes)."""
+    page = _returned(real_reading.attention_page, reading_config({"model": model, "keys_json": keys_json}), tp, kv)
+    return None if page is None else [model, keys_json, tp, kv, False, page]
+
+
+def _model_state_row(real_reading, model: str, keys_json: str, tp: int, num_spec: int) -> list | None:
+    read = _returned(real_reading.state, reading_config({"model": model, "keys_json": keys_json}), tp, num_spec)
+    return None if read is None else [model, keys_json, tp, num_spec, *read]
+
+
 def kv_dtype_cases() -> list[tuple]:
     """Every --kv-cache-dtype check takes, under every model dtype a family may have."""
     return [(kv, model) for kv in KV_CACHE_DTYPES for model in ("bfloat16", "float16", "float32")]
@@ -351,6 +419,7 @@ def record(
     real_start_block,
     real_context_length,
     real_prompt_budget,
+    real_reading,
 ) -> dict:
     rng = random.Random(SEED)
     split_cases = _sample(rng, list(boundaries.split_cases()), SPLIT_BOUNDARY_CASES)
@@ -391,6 +460,8 @@ def record(
             [flag, text, *real_token_flag.read(text, flag == "max_model_len")] for flag, text in token_flag_cases()
         ],
         "kv_dtype": [[kv, model, *real_kv_dtype.read(kv, model)] for kv, model in kv_dtype_cases()],
+        "attention_page": _kept(_attention_page_row(real_reading, *case) for case in attention_page_cases()),
+        "model_state": _kept(_model_state_row(real_reading, *case) for case in model_state_cases()),
         "start_block": [[kernel, real_start_block.read(kernel)] for kernel in START_BLOCK_KERNELS],
         "prompt_budget": [[*case, *real_prompt_budget.read(*case)] for case in prompt_budget_cases()],
         "max_model_len": [
