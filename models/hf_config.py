@@ -118,6 +118,14 @@ class HybridModel:
     context: ContextLength
     mtp: MtpLayers = NO_MTP  # what an MTP draft reads of it
 
+    @property
+    def removed_from_vllm(self) -> str:
+        """Why vLLM does not serve this model ("" where it does)."""
+        if self.model_type not in REMOVED_FROM_VLLM:
+            return ""
+        architecture, release = REMOVED_FROM_VLLM[self.model_type]
+        return f"vLLM has no model class for {self.model_type} ({architecture} was removed in vLLM {release})"
+
     def kv_heads_per_rank(self, tp: int) -> int:
         return 1 if self.use_mla else max(1, self.kv_heads // tp)
 
@@ -388,6 +396,14 @@ def _read_kda(c: dict):
 def _read_linear_attention(c: dict):
     fields = {k: _need(c, k) for k in ("num_attention_heads", "head_dim")}
     return False, *_attention(c), "linear_attention", fields
+
+
+# Model types gridproof reads whose vLLM model class was removed before the releases it models
+# (model_executor/models/registry.py, _PREVIOUSLY_SUPPORTED_MODELS): vLLM refuses to load them.
+REMOVED_FROM_VLLM = {
+    "minimax_text_01": ("MiniMaxText01ForCausalLM", "0.23.0"),
+    "minimax_m1": ("MiniMaxM1ForCausalLM", "0.23.0"),
+}
 
 
 READERS = {

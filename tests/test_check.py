@@ -534,3 +534,14 @@ def test_a_prefill_that_stalls_is_said_to_restore_nothing(capsys):
     assert "no formula fits" not in out
     status, result = check_json(capsys, *args)
     assert result["hit_law"]["verdict"] == "NO FORMULA" and "stalls" in result["hit_law"]["failure"]
+
+
+def test_a_model_vllm_no_longer_serves_is_not_ok(capsys):
+    """MiniMax-Text-01's model class was removed from vLLM in 0.23.0 (registry.py's previously supported
+    models): both releases refuse to load it, so check's answer is NOT OK whatever its layers restore."""
+    for release in ("0.33.0", "0.34.0"):
+        status, out = check(capsys, "--model", "minimax", "--vllm-version", release)
+        assert status == 1
+        assert "NOT OK (exit 1): vLLM has no model class for minimax_text_01 (MiniMaxText01ForCausalLM" in out
+    status, out = check(capsys, "--model", "qwen3-next")
+    assert "no model class" not in out

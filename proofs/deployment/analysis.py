@@ -377,6 +377,8 @@ def analyse(deployment: ResolvedDeployment, variant: Variant, prove: bool = True
     else:
         law = LawAnswer.not_run("not asked for")
     why = []
+    if deployment.model.removed_from_vllm:
+        why.append(f"{deployment.model.removed_from_vllm}: it will not start, whatever this answer reads of its layers")
     if law.against_simulate and law.against_simulate["mismatches"]:
         why.append(f"the hit law disagrees with simulate at L = {law.against_simulate['mismatches'][0]:,}")
     if law.verdict == "NOT RUN" and prove and not (variant.guarded and not p.accepted):

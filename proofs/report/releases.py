@@ -57,6 +57,8 @@ def render() -> str:
     head = ["family", "flags", *(f"{what} {r}" for r in releases for what in ("block", "GPU", "offload"))]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for family in builtin_model_names():
+        if load_model(family).removed_from_vllm:
+            continue  # neither release serves it
         for label, flags in FLAG_SETS.items():
             lines.append("| " + " | ".join([family, label, *_row(family, flags)]) + " |")
     return "\n".join(lines)
