@@ -450,7 +450,8 @@ def _refuse_what_vllm_refuses(flags: ServeFlags) -> None:
 def _config_inputs(model: HybridModel, flags: ServeFlags, variant: Variant, num_spec: int, align: bool) -> ConfigInputs:
     """What `_align_hybrid_block_size` reads for `model` under `flags`: the block asked for (or the one the
     backend prefers), the attention page per token under --kv-cache-dtype, the recurrent state page with
-    `num_spec` speculative tokens, and the kernel's smallest block."""
+    `num_spec` speculative tokens, the kernel's smallest block, and the layers' internal prefill checkpoint
+    alignment (`get_mamba_prefill_checkpoint_alignment`, which align mode makes the block a multiple of)."""
     tp = flags.tensor_parallel_size
     kernel_min, _ = model.kernel_block()
     page_per_token = model.attention_page_per_token(tp, flags.kv_cache_dtype)
@@ -464,7 +465,7 @@ def _config_inputs(model: HybridModel, flags: ServeFlags, variant: Variant, num_
         backend_alignment=kernel_min,
         use_mla=model.use_mla,
         align_mode=align,
-        checkpoint_alignment=0,
+        checkpoint_alignment=model.prefill_checkpoint_alignment or 0,
         explicit_mamba_block_size=flags.mamba_block_size is not None,
     )
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -545,3 +546,17 @@ def test_a_model_vllm_no_longer_serves_is_not_ok(capsys):
         assert "NOT OK (exit 1): vLLM has no model class for minimax_text_01 (MiniMaxText01ForCausalLM" in out
     status, out = check(capsys, "--model", "qwen3-next")
     assert "no model class" not in out
+
+
+def test_the_layers_checkpoint_alignment_reaches_the_block(tmp_path, capsys):
+    """In align mode vLLM makes the block a multiple of the layers' internal prefill checkpoint alignment
+    (`get_mamba_prefill_checkpoint_alignment`, lcm'd into the kernel alignment, which the recorded `config`
+    rows hold models.config.resolve to); check passes a config.json's alignment on, where it passed none."""
+    config = json.loads((Path(__file__).parent.parent / "models" / "families" / "qwen3-next.json").read_text())
+    blocks = {}
+    for alignment in (1, 48):
+        path = tmp_path / f"aligned-{alignment}.json"
+        path.write_text(json.dumps({**config, "prefill_checkpoint_alignment": alignment}))
+        _, result = check_json(capsys, "--model", str(path))
+        blocks[alignment] = result["resolved"]["block_size"]
+    assert blocks == {1: 544, 48: 576}
