@@ -450,6 +450,10 @@ def parse_model(config: dict, name: str, source: str = "") -> HybridModel:
     dtype = str(config.get("dtype") or config.get("torch_dtype") or "bfloat16")
     if dtype not in DTYPE_BYTES:
         raise ModelConfigError(f"{name}: dtype {dtype!r} is not one of {', '.join(DTYPE_BYTES)}")
+    if dtype == "float32":
+        # --dtype auto downcasts a float32 checkpoint to the GPU's first supported dtype (0.33.0
+        # config/model.py _resolve_auto_dtype): bfloat16 from Ampere on, float16 before; two bytes either way.
+        dtype = "bfloat16"
     try:
         use_mla, kv_heads, head_size, kind, fields = READERS[model_type](config)
         alignment = _optional_count(config, "prefill_checkpoint_alignment", 0)

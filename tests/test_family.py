@@ -174,3 +174,18 @@ def test_a_second_extremum_over_an_attaining_family_is_refused():
             arith.minimum_of(arith.each(family, lambda v: v + 1))
         with pytest.raises(ValueError, match="attains one extremum fold"):
             arith.maximum_of(family)
+
+
+def test_a_float32_checkpoint_is_served_in_two_bytes():
+    """vLLM's --dtype auto downcasts a float32 checkpoint (_resolve_auto_dtype): its KV cache and conv
+    state take two bytes an element, not four."""
+    import json
+
+    from models.hf_config import FAMILY_DIR, parse_model
+
+    config = json.loads((FAMILY_DIR / "qwen3-next.json").read_text())
+    as_float32 = parse_model({**config, "dtype": "float32"}, "f32")
+    as_bfloat16 = parse_model({**config, "dtype": "bfloat16"}, "bf16")
+    assert as_float32.dtype == "bfloat16"
+    assert as_float32.attention_page_per_token(1) == as_bfloat16.attention_page_per_token(1)
+    assert as_float32.state_page(1, 0, "auto") == as_bfloat16.state_page(1, 0, "auto")
