@@ -15,11 +15,13 @@ input, and a case fails.
 from __future__ import annotations
 
 import json
-from dataclasses import fields
+import tomllib
+from dataclasses import fields, replace
 
-from models.deploy import DeploymentError, ServeFlags, resolve_deployment
-from models.geometry import load_geometry
-from models.hf_config import KV_CACHE_DTYPES, builtin_model_names, kv_element_bytes, load_model
+from models.deploy import DeploymentError, ServeFlags, geometry_toml, offload_blocks_per_chunk, resolve_deployment
+from models.errors import GridproofError
+from models.geometry import load_geometry, parse_geometry
+from models.hf_config import KV_CACHE_DTYPES, ModelConfigError, builtin_model_names, kv_element_bytes, load_model
 from models.plan import plan
 from models.variants import Variant
 from proofs.catalog.base import Theorem
@@ -146,6 +148,94 @@ def reads_the_kv_cache_dtype(variant: Variant, case: Case) -> Verdict:
     return checks.verdict()
 
 
+NATIVE_OFFLOAD = {"kv_connector": "OffloadingConnector"}
+# Flag sets each built-in family is resolved with (a TP and DCP size its heads do not take is refused and
+# skipped): the retention kinds a geometry file states, a drafter beside native offload, and DCP with an
+# offloaded chunk given in blocks and in tokens, where the chunk is read over each group's span.
+EMITTED_FLAGS = {
+    "defaults": {},
+    "dense retention": {"prefix_cache_retention_interval": None},
+    "retention every 4,096": {"prefix_cache_retention_interval": 4096},
+    "EAGLE x3 + offload": {
+        "speculative_config": {"method": "eagle", "num_speculative_tokens": 3},
+        "kv_transfer_config": NATIVE_OFFLOAD,
+    },
+    "MTP x2": {"speculative_config": {"method": "mtp", "num_speculative_tokens": 2}},
+    **{
+        f"TP{tp} DCP{dcp}, offload {extra}": {
+            "tensor_parallel_size": tp,
+            "decode_context_parallel_size": dcp,
+            "kv_transfer_config": {**NATIVE_OFFLOAD, "kv_connector_extra_config": extra},
+        }
+        for tp, dcp in ((4, 2), (16, 16))
+        for extra in ({"blocks_per_chunk": 2}, {"block_size": 12288}, {"block_size": 24576})
+    },
+}
+
+
+def _emitted_cases(_variant: Variant):
+    for family in builtin_model_names():
+        for label in EMITTED_FLAGS:
+            yield {"family": family, "flags": label}
+
+
+def _offload_over_spans(flags: ServeFlags, geometry) -> int | str:
+    """The offloaded chunk in GPU blocks, read over the geometry's own group spans (CacheGroup.span), or
+    why it is refused."""
+    spans = tuple(group.span(geometry.deployment.dcp_size) for group in geometry.groups)
+    try:
+        chunks = offload_blocks_per_chunk(flags.kv_transfer_config, spans)
+    except DeploymentError as error:
+        return f"refused: {error}"
+    return chunks.unusable or chunks.blocks_per_chunk
+
+
+def emits_what_it_resolved(variant: Variant, case: Case) -> Verdict:
+    """The geometry `check` resolves (and writes with --emit-geometry) reads back as itself, and its offload
+    chunk is the connector's reading over the geometry's own spans."""
+    checks = Checks()
+    flags = ServeFlags(**EMITTED_FLAGS[case["flags"]])
+    try:
+        deployment = resolve_deployment(load_model(case["family"]), flags, variant)
+    except ModelConfigError:
+        checks.note("refused (a TP size the model's heads do not take)")
+        return checks.verdict(exercised=False)
+    except DeploymentError as error:
+        refused = str(error)
+        if "offload" in refused or "kv-transfer-config" in refused:
+            checks.note("the offloaded chunk refused")
+            # Refused for its chunk: the same flags at DCP 1 and no chunk size must resolve, and the chunk
+            # read over the spans the refused deployment would have must be refused too.
+            base = resolve_deployment(load_model(case["family"]), replace(flags, kv_transfer_config=None), variant)
+            over_spans = _offload_over_spans(flags, base.geometry)
+            if checks.fails("a chunk refused over the group spans", str(over_spans).startswith("refused")):
+                return checks.verdict(f"refused ({refused}), where the spans give a chunk of {over_spans} blocks")
+            return checks.verdict()
+        checks.note("refused (a DCP size the TP size does not take)")
+        return checks.verdict(exercised=False)
+    geometry = deployment.geometry
+    try:
+        read_back = parse_geometry(tomllib.loads(geometry_toml(geometry)), geometry.name, geometry.source)
+    except (GridproofError, tomllib.TOMLDecodeError) as error:
+        return checks.verdict(f"the emitted geometry does not load: {error}")
+    if checks.differ("the emitted geometry reads back as itself", read_back, geometry):
+        changed = [
+            f"{f.name} {getattr(read_back.deployment, f.name)!r} (resolved: {getattr(geometry.deployment, f.name)!r})"
+            for f in fields(geometry.deployment)
+            if getattr(read_back.deployment, f.name) != getattr(geometry.deployment, f.name)
+        ]
+        return checks.verdict(f"written and read back, the geometry differs: {', '.join(changed) or 'its groups'}")
+    over_spans = _offload_over_spans(flags, geometry)
+    if checks.differ(
+        "the offload chunk over the group spans", geometry.deployment.offload_blocks_per_chunk, over_spans
+    ):
+        return checks.verdict(
+            f"offload chunk {geometry.deployment.offload_blocks_per_chunk} blocks, where the connector reads "
+            f"{over_spans} over the spans {[g.span(geometry.deployment.dcp_size) for g in geometry.groups]}"
+        )
+    return checks.verdict()
+
+
 THEOREMS = (
     Theorem(
         "check-reads-the-kv-cache-dtype",
@@ -178,6 +268,23 @@ THEOREMS = (
             + "; ".join(f"{g} ({m}, {json.dumps(f, sort_keys=True)})" for g, (m, f) in DEPLOYED.items()),
             _cases,
             flags_resolve_to_the_file,
+        ),
+    ),
+    Theorem(
+        "check-emits-what-it-resolved",
+        "check",
+        "Bounded, by enumeration: for every built-in family and each flag set, the geometry `check` resolves "
+        "(models.deploy.resolve_deployment) and writes with --emit-geometry (geometry_toml) loads back as the same "
+        "geometry, retention and prefill lookahead included; and the offloaded chunk it resolves is the "
+        "OffloadingConnector's reading of --kv-transfer-config over the geometry's own group spans (each block "
+        "times the DCP size where the group is sharded), refused exactly where that reading refuses.",
+        (),
+        enumeration=Enumeration(
+            f"every built-in family with each of: {'; '.join(EMITTED_FLAGS)} (a TP or DCP size the model's heads "
+            "do not take is refused and skipped)",
+            _emitted_cases,
+            emits_what_it_resolved,
+            "a resolved deployment",
         ),
     ),
 )

@@ -363,6 +363,26 @@ MUTANTS = {
             base=BASELINE,
         ),
         _mutant(
+            "offload-spans-without-dcp",
+            "`check` reads an OffloadingConnector's block_size over each group's block without the DCP size: "
+            "under DCP a sharded target group's chunk is counted in rank blocks, and a chunk vLLM refuses is taken",
+            "deploy",
+            "resolve_deployment",
+            "block_spans(groups, dcp)",
+            "block_spans(groups, 1)",
+            base=BASELINE,
+        ),
+        _mutant(
+            "dense-retention-not-emitted",
+            "`check --emit-geometry` leaves out a dense retention (vLLM's None), so the file it writes loads as "
+            "retention 0, vLLM's default",
+            "deploy",
+            "geometry_toml",
+            'if key != "prefix_cache_retention_interval":',
+            "if True:",
+            base=BASELINE,
+        ),
+        _mutant(
             "typical-request-a-token-long",
             "`check`'s typical request is one token longer than the 100,000 it documents",
             "deploy",
