@@ -16,12 +16,16 @@ import re
 from collections.abc import Callable
 from functools import cache
 
-from models.deploy import ServeFlags, resolve_deployment
+from models.deploy import ResolvedDeployment, ServeFlags, resolve_deployment
 from models.hf_config import builtin_model_names, load_model
 from models.plan import Plan, plan
 from models.variants import Variant
 from proofs.catalog.base import Theorem
-from proofs.deployment.restore_law import STEP_ALLOWANCE, TooCostly, lengths_checked, restore_law, steps_to_check
+from proofs.deployment.analysis import hit_law_answer
+from proofs.deployment.restore_law import (
+    EVERY_LENGTH_UP_TO as LAW_EVERY_LENGTH_UP_TO,
+)
+from proofs.deployment.restore_law import STEP_ALLOWANCE, lengths_checked, steps_to_check
 from proofs.deployment.simulate import simulate
 from proofs.engine.enumerated import Case, Checks, Enumeration, Verdict
 
@@ -39,6 +43,12 @@ DEPLOYMENTS = {
     **{name: (name, {}) for name in builtin_model_names()},
     "kimi-k3-judging-12288": ("kimi-k3", {**KIMI_K3, "mamba_block_size": 12288}),
     "kimi-k3-judging-dense": ("kimi-k3", {**KIMI_K3, "prefix_cache_retention_interval": None}),
+    # A --max-model-len the lengths checked stay within, and one the typical request is cut to.
+    "granite-4.0-h-tp2-100000": ("granite-4.0-h", {"tensor_parallel_size": 2, "max_model_len": 100_000}),
+    "qwen3-next-8192": ("qwen3-next", {"max_model_len": 8192}),
+    # Fewer batched tokens than a block under a larger token budget: the real prefill stalls, and no law is
+    # printed (tests/conformance's prompt_budget rows hold the stall to the real scheduler).
+    "qwen3-next-stalled": ("qwen3-next", {"max_num_batched_tokens": 12, "max_num_scheduled_tokens": 4096}),
 }
 EVERY_LENGTH_UP_TO = 128
 RANDOM_LENGTHS = 24
@@ -46,9 +56,27 @@ SEED = 47  # not the law's own seed: these lengths are chosen apart from the one
 
 
 @cache
-def _plan(variant: Variant, name: str) -> Plan:
+def _deployment(variant: Variant, name: str) -> ResolvedDeployment:
     model, flags = DEPLOYMENTS[name]
-    return plan(variant, resolve_deployment(load_model(model), ServeFlags(**flags), variant).geometry)
+    return resolve_deployment(load_model(model), ServeFlags(**flags), variant)
+
+
+@cache
+def _plan(variant: Variant, name: str) -> Plan:
+    return plan(variant, _deployment(variant, name).geometry)
+
+
+def _documented_lengths(p: Plan, limit: int | None) -> set[int]:
+    """The lengths restore_law's documentation says every law is checked on, however it thins them to fit its
+    step allowance: every length up to its EVERY_LENGTH_UP_TO and, one either side, each multiple of every
+    grid and the budget up to the largest, each within --max-model-len."""
+    split = p.split
+    sizes = {int(split.hash_block), int(split.sched_block), int(split.block), p.cadence, *map(int, p.target_spans)}
+    sizes.add(p.geometry.deployment.max_num_scheduled_tokens)
+    found = set(range(1, LAW_EVERY_LENGTH_UP_TO + 1))
+    for size in sizes:
+        found.update(n for k in range(1, max(sizes) // size + 1) for n in (k * size - 1, k * size, k * size + 1))
+    return {n for n in found if n >= 1 and (limit is None or n <= limit)}
 
 
 def _lengths(p: Plan) -> list[int]:
@@ -84,24 +112,58 @@ def _cases(variant: Variant):
 
 
 def law_is_the_engines(variant: Variant, case: Case) -> Verdict:
-    """check's law against simulate's reuse on every length of the domain, and its smallest hit."""
+    """The law as check computes it (proofs.deployment.analysis.hit_law_answer, within the deployment's
+    --max-model-len) against simulate's reuse on every length of the domain, and its smallest hit; a
+    deployment with a length whose prefill stalls or lookup fails has no law."""
     checks = Checks()
-    p = _plan(variant, case["deployment"])
-    try:
-        law = restore_law(p)
-    except TooCostly as reason:
-        return checks.verdict(f"the law is not computed: {reason}")
-    if checks.fails("a formula fits", law.verdict == "CHECKED"):
+    deployment, p = _deployment(variant, case["deployment"]), _plan(variant, case["deployment"])
+    limit = deployment.max_model_len
+    answer = hit_law_answer(p, limit)
+    if answer.law is None:
+        return checks.verdict(f"the law is not computed: {answer.reason}")
+    law = answer.law
+    if law.failures:
+        return _no_law_where_a_length_fails(variant, p, answer.verdict, law, checks)
+    if checks.fails("a formula fits", answer.verdict == "CHECKED"):
         return checks.verdict(f"no formula fits: {law.differences[:3]}")
-    every = lengths_checked(p)
+    if checks.fails("the lengths checked are within --max-model-len", limit is None or law.largest_checked <= limit):
+        return checks.verdict(f"the law is checked up to {law.largest_checked:,}, past --max-model-len {limit:,}")
+    missing = sorted(_documented_lengths(p, limit) - set(law.lengths))
+    if checks.fails("the law is checked on every documented length", not missing):
+        return checks.verdict(f"the law is not checked at L = {', '.join(map(str, missing[:5]))}, which it documents")
+    every = lengths_checked(p, limit)
     if steps_to_check(p, every) <= STEP_ALLOWANCE and checks.differ(
         "the law is checked on every length it names where they fit", law.checked, len(every)
     ):
         return checks.verdict(f"the law is checked on {law.checked} lengths where all {len(every)} fit the allowance")
+    return _law_against_simulate(variant, p, law, limit, checks)
+
+
+def _no_law_where_a_length_fails(variant: Variant, p: Plan, verdict: str, law, checks: Checks) -> Verdict:
+    """A length whose resend simulate cannot restore from (the prefill stalls, or vLLM's lookup fails) leaves
+    the deployment without a law: check prints none, and says why."""
+    budget = p.geometry.deployment.max_num_scheduled_tokens
+    first = law.failures[0]
+    result = simulate(variant, p.geometry, budget, prompt_tokens=first)
+    if checks.fails(
+        "simulate restores nothing at the first length that fails",
+        result["reuse"] is None or result["stalled_at_step"] is not None,
+    ):
+        return checks.verdict(f"L = {first:,} is listed as failing, where simulate restores {result['reuse']}")
+    if checks.differ("no law where a length fails", verdict, "NO FORMULA"):
+        return checks.verdict(f"L = {first:,} stalls or fails its lookup, and check reports the law {verdict}")
+    if checks.fails("the failure is said", bool(law.failure)):
+        return checks.verdict("no law, and nothing says why")
+    return checks.verdict()
+
+
+def _law_against_simulate(variant: Variant, p: Plan, law, limit: int | None, checks: Checks) -> Verdict:
     budget = p.geometry.deployment.max_num_scheduled_tokens
     as_printed = printed(law.formula.text)
     first_hit = None
     for length in _lengths(p):
+        if limit is not None and length > limit:
+            continue
         reuse = simulate(variant, p.geometry, budget, prompt_tokens=length)["reuse"]
         if checks.differ("the law at a length", law(length), reuse):
             return checks.verdict(f"L = {length}: the law says {law(length)}, simulate {reuse}")
@@ -127,13 +189,17 @@ THEOREMS = (
     Theorem(
         "check-law-is-the-engines",
         "deploy",
-        "Bounded, by enumeration: for every deployment check resolves from a built-in family's defaults, and "
-        "the Kimi-K3 TP16/DCP16 flags of docs/check.md (as given, with --mamba-block-size 12288, and with dense "
-        "retention), the law check prints (proofs/deployment/restore_law.py), both as computed and as its printed "
-        "text reads, equals what simulate reports a later identical request restores at every length of the "
-        "domain, and its smallest prefix that hits is restored something where the length before it is not, "
-        "with no length of the domain below it restored anything (and none restored where it names none); and "
-        "the law is checked on every length it names wherever their prefills fit its step allowance.",
+        "Bounded, by enumeration: for every deployment check resolves from a built-in family's defaults, the "
+        "Kimi-K3 TP16/DCP16 flags of docs/check.md (as given, with --mamba-block-size 12288, and with dense "
+        "retention), two --max-model-len limits and a budget under which the prefill stalls, the law check prints "
+        "(proofs/deployment/analysis.hit_law_answer over restore_law.py, within --max-model-len), both as "
+        "computed and as its printed text reads, equals what simulate reports a later identical request restores "
+        "at every length of the domain within --max-model-len, and its smallest prefix that hits is restored "
+        "something where the length before it is not, with no length of the domain below it restored anything "
+        "(and none restored where it names none); the law is checked on every length its documentation names "
+        "(every length up to 256 and each grid boundary and either side, within --max-model-len, and all it names "
+        "wherever their prefills fit its step allowance), and on none past --max-model-len; and where a length's "
+        "prefill stalls or its lookup fails, which simulate confirms, check states no law and says why.",
         (),
         enumeration=Enumeration(
             f"the deployments {', '.join(DEPLOYMENTS)} (those the variant accepts); lengths: every L up to "

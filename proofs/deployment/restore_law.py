@@ -120,6 +120,7 @@ class RestoreLaw:
     failures: list[int] = field(default_factory=list)  # lengths whose lookup fails or prefill stalls
     smallest_hit: int | None = None  # the least L restored anything (None: none checked)
     failure: str = ""  # what happens at the first of `failures`, in a deployer's words
+    lengths: tuple[int, ...] = ()  # every length checked, in order
 
     @property
     def verdict(self) -> str:
@@ -169,6 +170,7 @@ def restore_law(p: Plan, limit: int | None = None) -> RestoreLaw:
         formula=best if not best_differences else None,
         checked=len(lengths),
         largest_checked=max(lengths),
+        lengths=tuple(lengths),
         differences=best_differences or [],
         failures=failures,
         failure=failure(p, failures[0]) if failures else "",

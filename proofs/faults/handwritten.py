@@ -907,6 +907,30 @@ CHECK_LAW_MUTANTS = {
             "`check`'s search for the smallest prefix that hits looks no further than the shortest length "
             "checked: it says no prefix is ever restored where the cache restores many",
         ),
+        Mutant(
+            "law-stated-where-lengths-fail",
+            BASELINE,
+            Patch(
+                "proofs.deployment.restore_law",
+                "RestoreLaw.verdict",
+                "self.formula is not None and not self.failures",
+                "self.formula is not None",
+            ),
+            "`check` states a law for a deployment whose prefill stalls on some lengths: the formula that fits "
+            "the lengths that ran is printed as CHECKED, where nothing of the stalled prompts is restored",
+        ),
+        Mutant(
+            "law-unchecked-below-the-grid",
+            BASELINE,
+            Patch(
+                "proofs.deployment.restore_law",
+                "lengths_checked",
+                "(multiple - 1, multiple, multiple + 1)",
+                "(multiple, multiple + 1)",
+            ),
+            "`check` checks its law on each grid boundary and the length after it, not the one before it, which "
+            "its documentation names: the lengths where a one-token-late formula shows are never compared",
+        ),
     )
 }
 MUTANTS.update(CHECK_LAW_MUTANTS)
