@@ -560,3 +560,13 @@ def test_the_layers_checkpoint_alignment_reaches_the_block(tmp_path, capsys):
         _, result = check_json(capsys, "--model", str(path))
         blocks[alignment] = result["resolved"]["block_size"]
     assert blocks == {1: 544, 48: 576}
+
+
+def test_a_sweep_with_caching_off_restores_nothing(capsys):
+    """--mamba-cache-mode none keeps no recurrent state for any value a sweep gives its flag: a sweep said
+    each row restored 99,648 tokens where check without --sweep says nothing is ever restored."""
+    status, out = check(
+        capsys, "--model", "granite-4.0-h", "--mamba-cache-mode", "none", "--sweep", "tensor_parallel_size=1..2"
+    )
+    assert status == 1
+    assert "NOT ALIGNED: prefix caching of the recurrent state is off" in out and "99,648" not in out

@@ -238,13 +238,14 @@ def run(args: argparse.Namespace) -> int:
     variant = args.variant or args.vllm_version or release_variant(NEWEST_RELEASE)
     model = load_model(args.model)
     flags = flags_from(args)
-    if args.sweep:
+    caching_off = not flags.enable_prefix_caching or flags.mamba_cache_mode == "none"
+    if args.sweep and not caching_off:
         field, values = args.sweep
         rows = sweep(model, flags, variant, field, values)
         print(json.dumps(rows, indent=2) if args.json else render_sweep(field, rows))
         return 0 if all(r.get("ok") for r in rows) else 1
     deployment = resolve_deployment(model, flags, variant)
-    if not flags.enable_prefix_caching or flags.mamba_cache_mode == "none":
+    if caching_off:  # for every value a sweep would give its flag too: none turns caching on
         message = "prefix caching of the recurrent state is off (mamba cache mode none): nothing is ever restored"
         print(json.dumps({"ok": False, "why": [message]}) if args.json else f"NOT ALIGNED: {message}")
         return 1
