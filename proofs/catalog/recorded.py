@@ -179,9 +179,12 @@ def _kv_dtype(_variant, x: dict) -> tuple:
 
 def _state(_variant, x: dict) -> tuple:
     """`gridproof check`'s recurrent state tensors (models.hf_config) for a built-in model: each
-    tensor's element count and dtype, as JSON text."""
-    tensors = load_model(x["model"]).state(x["tp"], x["num_spec"], x["ssm_cache_dtype"])
-    return json.dumps([math.prod(t.shape) for t in tensors]), json.dumps([t.dtype for t in tensors])
+    tensor's element count and dtype, as JSON text; refused where it refuses the TP size or SSM dtype."""
+    try:
+        tensors = load_model(x["model"]).state(x["tp"], x["num_spec"], x["ssm_cache_dtype"])
+    except ModelConfigError:
+        return True, "", ""
+    return False, json.dumps([math.prod(t.shape) for t in tensors]), json.dumps([t.dtype for t in tensors])
 
 
 def context_config(x: dict) -> dict:
@@ -327,8 +330,11 @@ FUNCTIONS = {
     # --max-num-batched-tokens (--max-num-scheduled-tokens has its parser); refused where it raises.
     "token_flag": RecordedFunction(("flag", "text"), ("refused", "value"), _token_flag),
     # A built-in model's recurrent state at TP `tp`, `num_spec` speculative tokens and an SSM cache
-    # dtype: each tensor's element count and dtype (JSON text), as vLLM's own calculators give them.
-    "state": RecordedFunction(("model", "tp", "num_spec", "ssm_cache_dtype"), ("elements_json", "dtypes_json"), _state),
+    # dtype: each tensor's element count and dtype (JSON text), as vLLM's own calculators give them;
+    # refused where they raise (a TP size that does not divide a dimension, an SSM dtype a kind refuses).
+    "state": RecordedFunction(
+        ("model", "tp", "num_spec", "ssm_cache_dtype"), ("refused", "elements_json", "dtypes_json"), _state
+    ),
     # The KV cache's element size under each --kv-cache-dtype check takes, for a model of each dtype: what
     # a token's attention page (and so the hybrid block) is made of.
     "kv_dtype": RecordedFunction(("kv_cache_dtype", "model_dtype"), ("refused", "element_bytes"), _kv_dtype),

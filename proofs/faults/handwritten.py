@@ -422,6 +422,16 @@ MUTANTS = {
             base=BASELINE,
         ),
         _mutant(
+            "kda-ssm-float16-accepted",
+            "`check` takes --mamba-ssm-cache-dtype float16 for a KDA model, whose recurrent state vLLM keeps only "
+            "in float32 or bfloat16 (kda_state_dtype refuses the rest): it answers for a server that will not start",
+            "hf_config",
+            "_state_dtypes",
+            'if ssm_cache_dtype not in ("auto", "float32", "bfloat16"):',
+            "if ssm_cache_dtype not in SSM_CACHE_DTYPES:",
+            base=BASELINE,
+        ),
+        _mutant(
             "kimi-mtp-count-at-top",
             "`check` reads Kimi-K3's MTP layer count at the top of config.json, where vLLM 0.33.0's "
             "hf_config_override reads its text_config",

@@ -36,7 +36,6 @@ from pathlib import Path
 from conformance import boundaries, config_inputs, decision_inputs, split_inputs
 from models.config import ConfigInputs
 from models.deploy import SHARDED_DRAFT, SPECULATIVE_METHODS, UNSHARDED_DRAFT
-from models.errors import GridproofError
 from models.hf_config import FAMILY_DIR, KV_CACHE_DTYPES, builtin_model_names, load_model
 from models.scheduler import SplitCall, SplitParams
 from proofs.catalog.recorded import (
@@ -225,23 +224,23 @@ def token_flag_cases() -> list[tuple]:
 
 
 STATE_TP_SIZES = (1, 2, 4, 8, 16)
-STATE_SSM_DTYPES = ("auto", "float32", "bfloat16")
+STATE_SSM_DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
 def _state_rows(real_state) -> list[list]:
-    """Each built-in model at each TP size its heads divide (for both readings), 0, 1 or 3
-    speculative tokens, and each SSM cache dtype: vLLM's element counts and dtypes."""
+    """Each built-in model at each TP size, with 0, 1 or 3 speculative tokens and each SSM cache dtype:
+    vLLM's element counts and dtypes, or refused where vLLM raises (a TP size its divide asserts on, an SSM
+    dtype a layer kind does not keep)."""
     rows = []
     for name in builtin_model_names():
         model = load_model(name)
         for tp, num_spec, ssm in itertools.product(STATE_TP_SIZES, (0, 1, 3), STATE_SSM_DTYPES):
             try:
-                model.state(tp, num_spec, ssm)
-            except GridproofError:
-                continue  # gridproof refuses the TP size (vLLM's divide asserts on it)
-            read = _returned(real_state.read, model, tp, num_spec, ssm)
-            if read is not None:
-                rows.append([name, tp, num_spec, ssm, *(json.dumps(part) for part in read)])
+                elements, dtypes = real_state.read(model, tp, num_spec, ssm)
+            except (AssertionError, ValueError):
+                rows.append([name, tp, num_spec, ssm, True, "", ""])
+                continue
+            rows.append([name, tp, num_spec, ssm, False, json.dumps(elements), json.dumps(dtypes)])
     return rows
 
 
