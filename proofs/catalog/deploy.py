@@ -204,14 +204,14 @@ def emits_what_it_resolved(variant: Variant, case: Case) -> Verdict:
         refused = str(error)
         if "offload" in refused or "kv-transfer-config" in refused:
             checks.note("the offloaded chunk refused")
-            # Refused for its chunk: the same flags at DCP 1 and no chunk size must resolve, and the chunk
-            # read over the spans the refused deployment would have must be refused too.
+            # Refused for its chunk: the same flags without the connector resolve, and the chunk read over
+            # the spans of that deployment's groups must be refused too.
             base = resolve_deployment(load_model(case["family"]), replace(flags, kv_transfer_config=None), variant)
             over_spans = _offload_over_spans(flags, base.geometry)
             if checks.fails("a chunk refused over the group spans", str(over_spans).startswith("refused")):
                 return checks.verdict(f"refused ({refused}), where the spans give a chunk of {over_spans} blocks")
             return checks.verdict()
-        checks.note("refused (a DCP size the TP size does not take)")
+        checks.note(f"refused: {refused}")
         return checks.verdict(exercised=False)
     geometry = deployment.geometry
     try:
