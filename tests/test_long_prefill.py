@@ -79,13 +79,15 @@ def restores(geometry, the_plan, trace) -> tuple | None:
 def test_condensed_prefills_equal_the_step_by_step_ones():
     rng = random.Random(20)
     # The engine variants and the hand-written mutants, each patched in while it runs, except the mutants of
-    # the condensing itself (the catalogue's prefill-condensed-is-explicit refutes those), and one whose plan
-    # leaves the cadence out of the spans: the condensing's grid period is a multiple of R because the
-    # recurrent group's span is R (plan-group-spans refutes it).
+    # the condensing itself (the catalogue's prefill-condensed-is-explicit and cache-condensed-is-explicit
+    # refute those, the positions a condensed trace keys among them), and one whose plan leaves the cadence
+    # out of the spans: the condensing's grid period is a multiple of R because the recurrent group's span
+    # is R (plan-group-spans refutes it).
     condensing = {
         m.name
         for m in MUTANTS.values()
-        if m.patch.function in ("run_prefill", "_shifted") or m.patch.function.startswith("PrefillSteps.")
+        if m.patch.function in ("run_prefill", "_shifted", "Trace.chunk_positions")
+        or m.patch.function.startswith("PrefillSteps.")
     }
     condensing.add("recurrent-block-unresolved")
     names = [n for n in known_names() if n.removeprefix(PREFIX) not in condensing]
