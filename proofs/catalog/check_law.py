@@ -21,10 +21,8 @@ from models.hf_config import builtin_model_names, load_model
 from models.plan import Plan, plan
 from models.variants import Variant
 from proofs.catalog.base import Theorem
+from proofs.deployment import restore_law
 from proofs.deployment.analysis import hit_law_answer
-from proofs.deployment.restore_law import (
-    EVERY_LENGTH_UP_TO as LAW_EVERY_LENGTH_UP_TO,
-)
 from proofs.deployment.restore_law import STEP_ALLOWANCE, lengths_checked, steps_to_check
 from proofs.deployment.simulate import simulate
 from proofs.engine.enumerated import Case, Checks, Enumeration, Verdict
@@ -73,7 +71,7 @@ def _documented_lengths(p: Plan, limit: int | None) -> set[int]:
     split = p.split
     sizes = {int(split.hash_block), int(split.sched_block), int(split.block), p.cadence, *map(int, p.target_spans)}
     sizes.add(p.geometry.deployment.max_num_scheduled_tokens)
-    found = set(range(1, LAW_EVERY_LENGTH_UP_TO + 1))
+    found = set(range(1, restore_law.EVERY_LENGTH_UP_TO + 1))
     for size in sizes:
         found.update(n for k in range(1, max(sizes) // size + 1) for n in (k * size - 1, k * size, k * size + 1))
     return {n for n in found if n >= 1 and (limit is None or n <= limit)}
