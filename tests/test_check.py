@@ -531,7 +531,7 @@ def test_a_prefill_that_stalls_is_said_to_restore_nothing(capsys):
     status, out = check(capsys, *args)
     assert status == 1
     assert "hit(L): no law: the prefill of a 101-token prompt stalls at step 0" in out
-    assert "NOT OK (exit 1): nothing restores: the prefill" in out
+    assert "NOT OK (exit 1): no hit law: the prefill" in out
     assert "no formula fits" not in out
     status, result = check_json(capsys, *args)
     assert result["hit_law"]["verdict"] == "NO FORMULA" and "stalls" in result["hit_law"]["failure"]

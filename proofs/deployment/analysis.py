@@ -384,7 +384,7 @@ def analyse(deployment: ResolvedDeployment, variant: Variant, prove: bool = True
     if law.verdict == "NOT RUN" and prove and not (variant.guarded and not p.accepted):
         why.append(f"the hit law was not computed: {law.reason}")
     if law.verdict == "NO FORMULA" and law.law.failure and not law.law.differences:
-        why.append(f"nothing restores: {law.law.failure}")
+        why.append(f"no hit law: {law.law.failure}")
     elif law.verdict == "NO FORMULA":
         why.append("no formula fits the restores checked (the lengths where the best differs are listed)")
     if not guard["accepts"] and variant.guarded:
