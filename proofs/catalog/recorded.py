@@ -177,6 +177,11 @@ def _kv_dtype(_variant, x: dict) -> tuple:
     return False, kv_element_bytes(x["kv_cache_dtype"], x["model_dtype"])
 
 
+def _tensors_json(tensors) -> tuple[str, str]:
+    """State tensors as the recorded columns have them: each one's element count, and its dtype, as JSON text."""
+    return json.dumps([math.prod(t.shape) for t in tensors]), json.dumps([t.dtype for t in tensors])
+
+
 def _state(_variant, x: dict) -> tuple:
     """`gridproof check`'s recurrent state tensors (models.hf_config) for a built-in model: each
     tensor's element count and dtype, as JSON text; refused where it refuses the TP size or SSM dtype."""
@@ -184,7 +189,7 @@ def _state(_variant, x: dict) -> tuple:
         tensors = load_model(x["model"]).state(x["tp"], x["num_spec"], x["ssm_cache_dtype"])
     except ModelConfigError:
         return True, "", ""
-    return False, json.dumps([math.prod(t.shape) for t in tensors]), json.dumps([t.dtype for t in tensors])
+    return False, *_tensors_json(tensors)
 
 
 def context_config(x: dict) -> dict:
@@ -243,7 +248,7 @@ def _model_state(_variant, x: dict) -> tuple:
         tensors = parse_model(reading_config(x), x["model"]).state(x["tp"], x["num_spec"], "auto")
     except ModelConfigError:
         return True, "", ""
-    return False, json.dumps([math.prod(t.shape) for t in tensors]), json.dumps([t.dtype for t in tensors])
+    return False, *_tensors_json(tensors)
 
 
 def budget_geometry(drafter: bool, budget: int, prompt: int, token_budget: int | None = None) -> Geometry:

@@ -358,15 +358,14 @@ READING_KEYS = (
     ({"mamba_ssm_cache_dtype": "float32"}, ("mamba_ssm_cache_dtype",)),
 )
 READING_TP_SIZES = (1, 2, 4, 8, 16)
-# vLLM 0.33.0 has no MiniMax-Text-01 (its class was removed in 0.23.0) and so no config class to read it.
-NOT_LOADED_BY_VLLM = ("minimax",)
 
 
 def _reading_keys() -> list[tuple[str, str]]:
-    """(model, keys_json) for every built-in model vLLM loads and each of READING_KEYS it states the keys of."""
+    """(model, keys_json) for every built-in model vLLM loads (not one whose model class it removed, whose
+    config class went with it) and each of READING_KEYS it states the keys of."""
     cases = []
     for name in builtin_model_names():
-        if name in NOT_LOADED_BY_VLLM:
+        if load_model(name).removed_from_vllm:
             continue
         family = json.loads((FAMILY_DIR / f"{name}.json").read_text(encoding="utf-8"))
         for keys, needs in READING_KEYS:
