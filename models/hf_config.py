@@ -274,7 +274,7 @@ class ContextLength:
     stated: int  # its value
     derived: float  # the longest --max-model-len accepted (RoPE-scaled, so possibly fractional)
     default: int  # max_model_len where --max-model-len is unset
-    model_max_length: int | None  # the top-level key that also admits a longer --max-model-len
+    model_max_length: int | None  # the key that also admits a longer --max-model-len
 
     def max_model_len(self, flag: int | None) -> int:
         """The max_model_len vLLM runs with under --max-model-len `flag` (None: unset); MaxModelLenError
@@ -290,15 +290,24 @@ class ContextLength:
         return flag
 
 
-def _rope_parameters(config: dict) -> list[dict]:
-    """Each layer type's RoPE parameters (`rope_parameters`, or the legacy `rope_scaling`), as vLLM's
-    iter_rope_parameters yields them."""
+def _rope_parameters(config: dict) -> dict:
+    """The RoPE parameters (`rope_parameters`, or the legacy `rope_scaling`); ModelConfigError for those
+    whose reading vLLM leaves to the model's config class: a set per layer type (Transformers keeps or
+    drops it by the class's layer types) and LongRoPE (its original length moves into the parameters)."""
     parameters = config.get("rope_parameters", config.get("rope_scaling"))
-    if not isinstance(parameters, dict) or not parameters:
-        return []
-    if all(isinstance(v, dict) for v in parameters.values()):
-        return [v for v in parameters.values() if v]
-    return [parameters]
+    if not isinstance(parameters, dict):
+        return {}
+    if parameters and all(isinstance(v, dict) for v in parameters.values()):
+        raise ModelConfigError(
+            "RoPE parameters per layer type: gridproof does not read them (whether vLLM applies them depends "
+            "on the model's config class)"
+        )
+    if _rope_type(parameters) == "longrope":
+        raise ModelConfigError(
+            "RoPE type longrope: gridproof does not read it (vLLM's default length for it depends on where the "
+            "model's config class keeps original_max_position_embeddings)"
+        )
+    return parameters
 
 
 def _rope_type(parameters: dict) -> str:
@@ -306,14 +315,12 @@ def _rope_type(parameters: dict) -> str:
 
 
 def _rope_factor(config: dict) -> float:
-    """The RoPE scaling factor vLLM multiplies the stated length by: the last factor of a RoPE type the
-    length does not already hold."""
-    if "gemma3" in str(config.get("model_type")):
+    """The RoPE scaling factor vLLM multiplies the stated length by: the factor of a RoPE type the length
+    does not already hold."""
+    parameters = _rope_parameters(config)
+    if "gemma3" in str(config.get("model_type")) or _rope_type(parameters) in PRESCALED_ROPE:
         return 1.0
-    factor = 1.0
-    for parameters in _rope_parameters(config):
-        if _rope_type(parameters) not in PRESCALED_ROPE:
-            factor = parameters.get("factor", factor)
+    factor = parameters.get("factor", 1.0)
     if factor is None:
         return 1.0
     if isinstance(factor, bool) or not isinstance(factor, int | float) or not 0 < factor <= MAX_TOKENS:
@@ -321,9 +328,10 @@ def _rope_factor(config: dict) -> float:
     return float(factor)
 
 
-def context_length(config: dict, text: dict) -> ContextLength:
-    """The context length of a config.json (`config`) whose text config is `text` (the same dict for a
-    model without one)."""
+def context_length(text: dict) -> ContextLength:
+    """The context length of a config.json whose text config is `text` (the config itself for a model
+    without one). vLLM reads every key of it there, RoPE parameters and model_max_length included
+    (ModelConfig passes hf_text_config to _get_and_verify_max_len): a wrapper's own keys count for nothing."""
     stated = {key: _optional_count(text, key, 1) for key in CONTEXT_KEYS}
     stated = {key: value for key, value in stated.items() if value is not None}
     if not stated:
@@ -334,11 +342,8 @@ def context_length(config: dict, text: dict) -> ContextLength:
     key = min(stated, key=stated.get)  # the first of the least, in vLLM's order
     if text.get("model_max_length"):
         key = "model_max_length"
-    derived = stated[key] * _rope_factor(config)
-    default = int(derived)
-    if any(_rope_type(parameters) == "longrope" for parameters in _rope_parameters(config)):
-        default = _optional_count(config, "original_max_position_embeddings", 1) or default
-    return ContextLength(key, stated[key], derived, default, _optional_count(config, "model_max_length", 1))
+    derived = stated[key] * _rope_factor(text)
+    return ContextLength(key, stated[key], derived, int(derived), _optional_count(text, "model_max_length", 1))
 
 
 def _attention(config: dict) -> tuple[int, int]:
@@ -440,7 +445,6 @@ def parse_model(config: dict, name: str, source: str = "") -> HybridModel:
         mtp = mtp_layers(config)
     except ModelConfigError as error:
         raise ModelConfigError(f"{name}: {error}") from None
-    top = config
     if isinstance(config.get("text_config"), dict) and "model_type" in config["text_config"]:
         config = {**config["text_config"], **{k: v for k, v in config.items() if k == "_source"}}
     model_type = config.get("model_type")
@@ -459,7 +463,7 @@ def parse_model(config: dict, name: str, source: str = "") -> HybridModel:
         alignment = _optional_count(config, "prefill_checkpoint_alignment", 0)
         if "prefill_checkpoint_alignment" not in config:
             alignment = LAYER_CHECKPOINT_ALIGNMENT.get(kind)
-        context = context_length(top, config)
+        context = context_length(config)
     except ModelConfigError as error:
         raise ModelConfigError(f"{name}: {error}") from None
     return HybridModel(

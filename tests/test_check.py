@@ -413,6 +413,39 @@ def test_the_context_length_is_vllms(tmp_path, capsys):
     assert "states none of max_position_embeddings, n_positions" in capsys.readouterr().err
 
 
+def test_rope_parameters_vllm_reads_by_config_class_are_refused(tmp_path, capsys):
+    """Per-layer-type RoPE parameters and LongRoPE: how vLLM derives the context length from them depends on
+    the model's config class (Transformers keeps or drops them), so check refuses them in one line, exit 2."""
+    config = json.loads(_family_text("qwen3-next"))
+    path = tmp_path / "config.json"
+    per_layer = {"full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0}}
+    longrope = {"rope_type": "longrope", "factor": 4.0, "long_factor": [1.0], "short_factor": [1.0]}
+    for rope, message in ((per_layer, "RoPE parameters per layer type"), (longrope, "RoPE type longrope")):
+        path.write_text(json.dumps({**config, "rope_parameters": rope}))
+        assert main(["check", "--model", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert (
+            err.startswith(f"gridproof: error: {path}: {message}: gridproof does not read") and err.count("\n") == 1
+        ), err
+
+
+def test_a_wrapped_models_context_is_its_text_configs(tmp_path, capsys):
+    """Qwen3.5 as published nests its text config: vLLM reads the context length and its RoPE scaling there
+    only (ModelConfig passes hf_text_config), so the wrapper's own keys change nothing and the text config's
+    factor scales it."""
+    text = {k: v for k, v in json.loads(_family_text("qwen3.5")).items() if not k.startswith("_")}
+    path = tmp_path / "config.json"
+    linear = {"rope_type": "linear", "factor": 2.0}
+    wrapped = {"model_type": "qwen3_5", "text_config": {**text, "model_type": "qwen3_5_text"}}
+    path.write_text(json.dumps({**wrapped, "rope_scaling": linear, "max_position_embeddings": 4096}))
+    assert main(["check", "--model", str(path), "--max-model-len", "262145"]) == 2
+    assert "longer than the model's max_position_embeddings (262,144)" in capsys.readouterr().err
+    wrapped["text_config"]["rope_scaling"] = linear
+    path.write_text(json.dumps(wrapped))
+    status, result = check_json(capsys, "--model", str(path), "--max-model-len", "524288")
+    assert status in (0, 1), result
+
+
 def test_a_budget_of_one_token_says_the_law_is_not_run(capsys):
     """A prefill of one token a step: checking the law on enough lengths would take minutes, so check
     says so at once (NOT RUN, with why) rather than running them or guessing."""

@@ -49,7 +49,6 @@ from models.hf_config import (
     MtpLayers,
     kv_element_bytes,
     load_model,
-    mtp_layers,
     parse_model,
 )
 from models.plan import plan
@@ -128,17 +127,37 @@ ABSENT = -1
 MTP_KEYS = (("nextn", NEXTN), ("mtp_hidden", MTP_HIDDEN))
 
 
+# The built-in family whose config.json an MTP case's counts are set over, by model type.
+MTP_FAMILY = {
+    "qwen3_next": "qwen3-next",
+    "qwen3_5": "qwen3.5",
+    "qwen3_5_moe": "qwen3.5",
+    "qwen3_5_text": "qwen3.5",
+    "nemotron_h": "nemotron-h",
+    "kimi_k3": "kimi-k3",
+    "kimi_linear": "kimi-linear",
+    "jamba": "jamba",
+    "falcon_h1": "falcon-h1",
+    "granitemoehybrid": "granite-4.0-h",
+}
+
+
 def mtp_config(x: dict) -> dict:
-    """The config.json a recorded MTP case stands for: each count where given, the text_config ones nested."""
-    config = {"model_type": x["model_type"]}
-    config.update({key: x[column] for column, key in MTP_KEYS if x[column] != ABSENT})
+    """The config.json a recorded MTP case stands for: its family's (MTP_FAMILY) as published, a wrapper's
+    text config nested, of the case's model type; each count where given, the text_config ones in its text
+    config (a text_config of the counts alone where the model type has none)."""
+    base = reading_config({"model": MTP_FAMILY[x["model_type"]], "keys_json": "{}"})
+    top = {key: x[column] for column, key in MTP_KEYS if x[column] != ABSENT}
     text = {key: x[f"text_{column}"] for column, key in MTP_KEYS if x[f"text_{column}"] != ABSENT}
+    if base["model_type"] == x["model_type"] and "text_config" in base:
+        return {**base, **top, "text_config": {**base["text_config"], **text}}
+    config = {**base.get("text_config", base), "model_type": x["model_type"], **top}
     return {**config, "text_config": text} if text else config
 
 
 def _mtp(_variant, x: dict) -> tuple:
-    """`gridproof check`'s reading of a model's MTP count (models.hf_config.mtp_layers)."""
-    read = mtp_layers(mtp_config(x))
+    """`gridproof check`'s reading of a model's MTP count (models.hf_config.parse_model's `mtp`)."""
+    read = parse_model(mtp_config(x), x["model_type"]).mtp
     return ABSENT if read.n_predict is None else read.n_predict, read.multi_module_read
 
 
@@ -193,9 +212,10 @@ def _state(_variant, x: dict) -> tuple:
 
 
 def context_config(x: dict) -> dict:
-    """The config.json a recorded context-length case stands for: a built-in family's, with the case's
-    keys set over it."""
-    return {**json.loads((FAMILY_DIR / f"{x['model']}.json").read_text(encoding="utf-8")), **json.loads(x["keys_json"])}
+    """The config.json a recorded context-length case stands for: a built-in family's as published (a
+    wrapper's text config nested), with `keys_json` set over its text config and `top_keys_json` over the
+    config itself."""
+    return {**reading_config(x), **json.loads(x["top_keys_json"])}
 
 
 def _max_model_len(_variant, x: dict) -> tuple:
@@ -361,8 +381,11 @@ FUNCTIONS = {
         _resolve,
     ),
     # The max_model_len vLLM runs a built-in model with under --max-model-len (0: unset), with the
-    # context-length and RoPE keys of `keys_json` set over its config.json; refused where vLLM raises.
-    "max_model_len": RecordedFunction(("model", "keys_json", "max_model_len"), ("refused", "value"), _max_model_len),
+    # context-length and RoPE keys of `keys_json` set over its text config and `top_keys_json` over a
+    # wrapper's own config (context_config); refused where vLLM raises.
+    "max_model_len": RecordedFunction(
+        ("model", "keys_json", "top_keys_json", "max_model_len"), ("refused", "value"), _max_model_len
+    ),
     # Where the real scheduler ends a long prompt's first prefill chunk under --max-num-batched-tokens and
     # --max-num-scheduled-tokens (0: unset) beside a drafter ("": none) whose draft slots come off the
     # batched tokens each step (budget_geometry's deployment; 0: the prefill stalls); refused where vLLM

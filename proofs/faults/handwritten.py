@@ -319,8 +319,8 @@ MUTANTS = {
             "already holds: a YaRN x4 model is taken to run four times the prompts vLLM accepts",
             "hf_config",
             "_rope_factor",
-            "if _rope_type(parameters) not in PRESCALED_ROPE:",
-            "if parameters:",
+            'if "gemma3" in str(config.get("model_type")) or _rope_type(parameters) in PRESCALED_ROPE:',
+            'if "gemma3" in str(config.get("model_type")):',
             base=BASELINE,
         ),
         _mutant(
@@ -429,6 +429,27 @@ MUTANTS = {
             "_state_dtypes",
             'if ssm_cache_dtype not in ("auto", "float32", "bfloat16"):',
             "if ssm_cache_dtype not in SSM_CACHE_DTYPES:",
+            base=BASELINE,
+        ),
+        _mutant(
+            "mtp-count-read-from-the-text-config",
+            "`check` reads the MTP layer count after it has turned to a wrapper's text config: Kimi-K3's and "
+            "Qwen3.5's drafts, whose count vLLM's hf_config_override finds from the wrapper, get none",
+            "hf_config",
+            "parse_model",
+            "        mtp = mtp_layers(config)\n",
+            '        mtp = mtp_layers(config.get("text_config") if "model_type" in (config.get("text_config") or {}) '
+            "else config)\n",
+            base=BASELINE,
+        ),
+        _mutant(
+            "context-rope-of-the-wrapper",
+            "`check` scales a wrapped model's context length by the RoPE parameters stated beside its text "
+            "config, where vLLM reads only the text config's (ModelConfig passes hf_text_config)",
+            "hf_config",
+            "parse_model",
+            '{k: v for k, v in config.items() if k == "_source"}',
+            '{k: v for k, v in config.items() if k in ("_source", "rope_scaling", "rope_parameters")}',
             base=BASELINE,
         ),
         _mutant(

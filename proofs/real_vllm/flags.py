@@ -8,7 +8,6 @@ read from that source, not run."""
 from __future__ import annotations
 
 import argparse
-import json
 
 
 class RealKvCacheDtype:
@@ -70,14 +69,15 @@ class RealStartBlock:
 
 
 class RealContextLength:
-    """vLLM's max_model_len for a config.json and --max-model-len: the config read as a
-    `PretrainedConfig` with its RoPE parameters standardised (`patch_rope_parameters`), the length keys
-    read by the model type's architecture convertor, then `_get_and_verify_max_len` (config/model.py)
-    as `ModelConfig` calls it without a tokenizer config or sliding window."""
+    """vLLM's max_model_len for a config.json and --max-model-len: the config made the object vLLM's
+    get_config makes of it (its model type's config class, `hf_config_of`) with its RoPE parameters
+    standardised as get_config does (`patch_rope_parameters` on the config and its text config), the
+    length keys read by the model type's architecture convertor, then `_get_and_verify_max_len`
+    (config/model.py) on the text config, as `ModelConfig` calls it without a tokenizer config or
+    sliding window."""
 
     def __init__(self) -> None:
         import vllm.config  # noqa: F401  (the convertor module is imported through the config package)
-        from transformers import PretrainedConfig
         from vllm.config.model import _get_and_verify_max_len
         from vllm.transformers_utils.config import get_hf_text_config, patch_rope_parameters
         from vllm.transformers_utils.model_arch_config_convertor import (
@@ -85,7 +85,7 @@ class RealContextLength:
             ModelArchConfigConvertorBase,
         )
 
-        self._config, self._patch, self._text = PretrainedConfig, patch_rope_parameters, get_hf_text_config
+        self._patch, self._text = patch_rope_parameters, get_hf_text_config
         self._convertors, self._base = MODEL_ARCH_CONFIG_CONVERTORS, ModelArchConfigConvertorBase
         self._verify = _get_and_verify_max_len
 
@@ -93,11 +93,15 @@ class RealContextLength:
         """(refused, the max_model_len vLLM runs with): refused where vLLM raises."""
         from types import SimpleNamespace
 
-        hf_config = self._config.from_dict(json.loads(json.dumps(config)))
+        from proofs.real_vllm.state import hf_config_of
+
+        hf_config = hf_config_of(config)
         self._patch(hf_config)
-        convertor = self._convertors.get(hf_config.model_type, self._base)(hf_config, self._text(hf_config))
+        self._patch(hf_config.get_text_config())
+        text = self._text(hf_config)
+        convertor = self._convertors.get(hf_config.model_type, self._base)(hf_config, text)
         arch = SimpleNamespace(derived_max_model_len_and_key=convertor.derive_max_model_len_and_key())
         try:
-            return False, self._verify(hf_config, arch, None, max_model_len, False, None)
+            return False, self._verify(text, arch, None, max_model_len, False, None)
         except ValueError:
             return True, 0

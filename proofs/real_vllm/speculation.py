@@ -215,28 +215,21 @@ def _own(cls, name: str, optional: bool = False):
 
 
 class RealMtpLayers:
-    """vLLM 0.33.0's `SpeculativeConfig.hf_config_override` on a model config built by vLLM's own config
-    registry (else Transformers'), as vLLM builds an MTP draft's config from the model's config.json.
-    Loads vLLM and Transformers on construction."""
+    """vLLM's `SpeculativeConfig.hf_config_override` on the config object vLLM makes of the model's
+    config.json (`hf_config_of`), as vLLM builds an MTP draft's config from it. Loads vLLM on construction."""
 
     def __init__(self) -> None:
-        from transformers import AutoConfig
         from vllm.config.speculative import SpeculativeConfig
-        from vllm.transformers_utils.config import _CONFIG_REGISTRY
 
         self._override = SpeculativeConfig.hf_config_override
-        self._registry, self._auto = _CONFIG_REGISTRY, AutoConfig
 
     def read(self, config: dict) -> tuple[int | None, int]:
         """For a config.json (its model_type included): (the n_predict the draft's config is given,
         None where none; the num_nextn_predict_layers use_multi_module_mtp reads on it, with its
         getattr default of 1)."""
-        config = {"architectures": ["Model"], **config}
-        model_type = config.pop("model_type")
-        if model_type in self._registry:
-            hf_config = self._registry[model_type](**config)
-        else:
-            hf_config = self._auto.for_model(model_type, **config)
+        from proofs.real_vllm.state import hf_config_of
+
+        hf_config = hf_config_of({"architectures": ["Model"], **config})
         draft = self._override(hf_config)
         return getattr(draft, "n_predict", None), getattr(draft, "num_nextn_predict_layers", 1)
 

@@ -12,6 +12,19 @@ import math
 import warnings
 
 
+def hf_config_of(config: dict):
+    """The config object vLLM's get_config makes of a config.json's dict: vLLM's own registry's class for
+    the model type first, then Transformers' (AutoConfig's mapping), a nested text_config made its class."""
+    import transformers
+    from vllm.transformers_utils.config import _CONFIG_REGISTRY
+
+    config = json.loads(json.dumps(config))
+    model_type = config["model_type"]
+    if model_type in _CONFIG_REGISTRY:
+        return _CONFIG_REGISTRY[model_type].from_dict(config)
+    return transformers.CONFIG_MAPPING[model_type].from_dict(config)
+
+
 class RealStateTensors:
     """Loads vLLM on construction: a missing or renamed calculator fails loudly here."""
 
@@ -96,12 +109,11 @@ class RealModelReading:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", category=DeprecationWarning)
             import torch
-            import transformers
             import vllm.config  # noqa: F401  (the convertor module is imported through the config package)
             from vllm.config.model import ModelConfig
             from vllm.model_executor.models import ModelRegistry
             from vllm.model_executor.models.config import MODELS_CONFIG_MAP
-            from vllm.transformers_utils.config import _CONFIG_REGISTRY, get_hf_text_config
+            from vllm.transformers_utils.config import get_hf_text_config
             from vllm.transformers_utils.model_arch_config_convertor import (
                 MODEL_ARCH_CONFIG_CONVERTORS,
                 ModelArchConfigConvertorBase,
@@ -109,8 +121,7 @@ class RealModelReading:
             from vllm.utils.torch_utils import kv_cache_dtype_str_to_dtype
             from vllm.v1.kv_cache_interface import FullAttentionSpec, MLAAttentionSpec
 
-        self._torch, self._transformers = torch, transformers
-        self._registry, self._text = _CONFIG_REGISTRY, get_hf_text_config
+        self._torch, self._text = torch, get_hf_text_config
         self._convertors, self._base = MODEL_ARCH_CONFIG_CONVERTORS, ModelArchConfigConvertorBase
         self._kv_heads, self._kv_dtype = ModelConfig.get_num_kv_heads, kv_cache_dtype_str_to_dtype
         self._specs = {False: FullAttentionSpec, True: MLAAttentionSpec}
@@ -119,19 +130,10 @@ class RealModelReading:
         # config's mamba_ssm_cache_dtype into the cache config).
         self._updates = {t: MODELS_CONFIG_MAP.get(a) for t, a in STATE_MODEL_CLASSES.items()}
 
-    def _hf_config(self, config: dict):
-        """The config object vLLM's get_config makes of the dict: its own registry's class for the model
-        type first, then transformers' (AutoConfig's mapping)."""
-        config = json.loads(json.dumps(config))
-        model_type = config["model_type"]
-        if model_type in self._registry:
-            return self._registry[model_type].from_dict(config)
-        return self._transformers.CONFIG_MAPPING[model_type].from_dict(config)
-
     def _model_config(self, config: dict):
         from types import SimpleNamespace
 
-        hf_config = self._hf_config(config)
+        hf_config = hf_config_of(config)
         text = self._text(hf_config)
         arch = self._convertors.get(hf_config.model_type, self._base)(hf_config, text).convert()
         dtype = getattr(self._torch, str(getattr(text, "dtype", None) or "bfloat16").removeprefix("torch."))

@@ -307,23 +307,34 @@ CONTEXT_KEYS = (
 CONTEXT_FLAGS = (0, 8192, 262144, 262145, 1048577)
 
 
+# Keys a wrapper states beside its text config, which vLLM does not read for the context length.
+CONTEXT_TOP_KEYS = (
+    {"max_position_embeddings": 4096},
+    {"model_max_length": 4096},
+    {"rope_scaling": {"rope_type": "linear", "factor": 2.0}},
+)
+
+
 def context_cases() -> list[tuple]:
-    """Every built-in model as it is, under each --max-model-len; three of them with each of CONTEXT_KEYS."""
+    """Every built-in model as it is, under each --max-model-len; four of them (two a wrapper's text
+    config) with each of CONTEXT_KEYS; the wrappers with each of CONTEXT_TOP_KEYS at their top."""
     names = builtin_model_names()
-    cases = [(name, "{}", flag) for name in names for flag in CONTEXT_FLAGS]
+    cases = [(name, "{}", "{}", flag) for name in names for flag in CONTEXT_FLAGS]
     for name, keys, flag in itertools.product(
-        ("granite-4.0-h", "kimi-k3", "qwen3-next"), CONTEXT_KEYS[1:], CONTEXT_FLAGS
+        ("granite-4.0-h", "kimi-k3", "qwen3-next", "qwen3.5"), CONTEXT_KEYS[1:], CONTEXT_FLAGS
     ):
-        cases.append((name, json.dumps(keys, sort_keys=True), flag))
+        cases.append((name, json.dumps(keys, sort_keys=True), "{}", flag))
+    for name, keys, flag in itertools.product(("kimi-k3", "qwen3.5"), CONTEXT_TOP_KEYS, CONTEXT_FLAGS):
+        cases.append((name, "{}", json.dumps(keys, sort_keys=True), flag))
     return cases
 
 
-def _context_row(real_context_length, model: str, keys_json: str, flag: int) -> list | None:
+def _context_row(real_context_length, model: str, keys_json: str, top_keys_json: str, flag: int) -> list | None:
     from proofs.catalog.recorded import context_config
 
-    config = {k: v for k, v in context_config({"model": model, "keys_json": keys_json}).items() if k[0] != "_"}
-    read = _returned(real_context_length.read, config, flag or None)
-    return None if read is None else [model, keys_json, flag, *read]
+    case = {"model": model, "keys_json": keys_json, "top_keys_json": top_keys_json}
+    read = _returned(real_context_length.read, context_config(case), flag or None)
+    return None if read is None else [model, keys_json, top_keys_json, flag, *read]
 
 
 # Drafters as (method, num_speculative_tokens, parallel_drafting): none, and those whose draft slots
