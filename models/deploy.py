@@ -24,6 +24,7 @@ EAGLE_METHODS = ("eagle", "eagle3", "mtp")
 BLOCK_DRAFTERS = ("dflash", "dspark")
 SPECULATIVE_METHODS = (*EAGLE_METHODS, "ngram", "medusa", "mlp_speculator", "draft_model", *BLOCK_DRAFTERS, "suffix")
 OFFLOADING_CONNECTOR = "OffloadingConnector"
+MULTI_CONNECTOR = "MultiConnector"
 # vLLM 0.33.0 get_batch_defaults for the OpenAI server on a >= 70 GiB GPU.
 DEFAULT_BATCHED_TOKENS = 8192
 TYPICAL_PROMPT_TOKENS = 100_000
@@ -110,6 +111,9 @@ class SchedulerFlags:
     draft_slots: int
     max_num_scheduled_tokens: int  # the token budget per step
     prompt_budget: int  # what one request's prefill chunk may take per step
+    # The drafter's num_prefill_lookahead_tokens where it is not the hash lookahead (a multi-module MTP
+    # beside a KV connector that drops the hashes); None where it is (the geometry's field of that name).
+    prefill_lookahead_tokens: int | None = None
 
     @property
     def scheduler_token_budget(self) -> int | None:
@@ -214,17 +218,53 @@ def speculation(config: dict | None, mtp: MtpLayers = NO_MTP, variant: Variant =
     )
 
 
+def connector_name(transfer: dict) -> str:
+    """The kv_connector a --kv-transfer-config names."""
+    name = transfer.get("kv_connector")
+    if not isinstance(name, str):
+        raise DeploymentError('--kv-transfer-config: needs a "kv_connector" string')
+    return name
+
+
+def connector_keeps_lookahead_hashes(variant: Variant, transfer: dict) -> bool:
+    """Whether the hash lookahead stays on beside the KV connector `transfer` (--kv-transfer-config) names:
+    its class declares supports_lookahead_block_hashes, in a release that asks it (0.34.0
+    _resolve_num_hash_lookahead_tokens; a MultiConnector where every connector it holds does). 0.33.0 asks
+    none, and drops the hashes beside any. Raises DeploymentError for a connector whose answer gridproof
+    does not know (not in the variant's lists, or loaded from kv_connector_module_path)."""
+    if not (variant.lookahead_hash_connectors or variant.connectors_without_lookahead_hashes):
+        return False
+    name = connector_name(transfer)
+    if transfer.get("kv_connector_module_path"):
+        raise DeploymentError(
+            f"--kv-transfer-config: {name} from kv_connector_module_path: gridproof does not know whether it keeps "
+            "the lookahead block hashes (supports_lookahead_block_hashes), which decides the drafter's hash lookahead"
+        )
+    if name == MULTI_CONNECTOR:
+        extra = transfer.get("kv_connector_extra_config") or {}
+        held = extra.get("connectors") if isinstance(extra, dict) else None
+        if not isinstance(held, list) or not all(isinstance(c, dict) for c in held):
+            raise DeploymentError('--kv-transfer-config: MultiConnector needs "connectors", a list of connectors')
+        return bool(held) and all(connector_keeps_lookahead_hashes(variant, c) for c in held)
+    if name in variant.lookahead_hash_connectors:
+        return True
+    if name in variant.connectors_without_lookahead_hashes:
+        return False
+    raise DeploymentError(
+        f"--kv-transfer-config: gridproof does not know whether {variant.engine}'s {name} keeps the lookahead "
+        "block hashes (supports_lookahead_block_hashes), which decides the drafter's hash lookahead"
+    )
+
+
 def scheduler_flags(
     spec: Speculation | None,
     enable_prefix_caching: bool,
-    connector: bool,
+    transfer: dict | None,
     max_num_batched_tokens: int,
     max_num_scheduled_tokens: int | None,
-    native_offload: bool = False,
     variant: Variant = BASELINE,
 ) -> SchedulerFlags:
-    """The scheduler's inputs from the flags; `connector`: any --kv-transfer-config, `native_offload`: it
-    is the OffloadingConnector."""
+    """The scheduler's inputs from the flags; `transfer`: --kv-transfer-config, None where not given."""
     if spec is not None and max_num_batched_tokens <= spec.lookahead_slots:
         # VllmConfig._set_max_num_scheduled_tokens
         raise DeploymentError(
@@ -236,8 +276,8 @@ def scheduler_flags(
     # config/vllm.py:633-655): beside a KV connector only one that supports lookahead block hashes keeps
     # them, and then prefix caching is not asked.
     hashes = spec is not None and spec.eagle_block_drop and spec.lookahead_hashes
-    if connector:
-        hashes = hashes and native_offload and variant.offload_keeps_lookahead_hashes
+    if transfer is not None:
+        hashes = hashes and connector_keeps_lookahead_hashes(variant, transfer)
     else:
         hashes = hashes and enable_prefix_caching
     lookahead = spec.prefill_lookahead if hashes else 0
@@ -246,6 +286,7 @@ def scheduler_flags(
     return SchedulerFlags(
         eagle_block_drop=bool(spec and spec.eagle_block_drop),
         hash_lookahead_tokens=lookahead,
+        prefill_lookahead_tokens=spec.prefill_lookahead if spec and spec.prefill_lookahead != lookahead else None,
         draft_slots=slots,
         max_num_scheduled_tokens=token_budget,
         # A chunk takes at most the token budget and the batched tokens less the draft
@@ -298,10 +339,7 @@ def offload_blocks_per_chunk(config: dict | None, spans: tuple[int, ...]) -> Off
     fewer is accepted, as vLLM accepts it; resolve_deployment refuses it."""
     if config is None:
         return OffloadChunks(False, 1)
-    connector = config.get("kv_connector")
-    if not isinstance(connector, str):
-        raise DeploymentError('--kv-transfer-config: needs a "kv_connector" string')
-    if connector != OFFLOADING_CONNECTOR:
+    if connector_name(config) != OFFLOADING_CONNECTOR:
         return OffloadChunks(False, 1)
     extra = config.get("kv_connector_extra_config") or {}
     if not isinstance(extra, dict):
@@ -374,13 +412,9 @@ def resolve_deployment(model: HybridModel, flags: ServeFlags, variant: Variant) 
             f"--mamba-block-size {flags.mamba_block_size:,} is overwritten by the block size {block:,} in align mode "
             f"under {variant.name} (Platform._align_hybrid_block_size)"
         )
-    connector = flags.kv_transfer_config is not None
-
     batched = flags.max_num_batched_tokens or DEFAULT_BATCHED_TOKENS
-    transfer = flags.kv_transfer_config
-    native = isinstance(transfer, dict) and transfer.get("kv_connector") == OFFLOADING_CONNECTOR
     scheduler = scheduler_flags(
-        spec, flags.enable_prefix_caching, connector, batched, flags.max_num_scheduled_tokens, native, variant
+        spec, flags.enable_prefix_caching, flags.kv_transfer_config, batched, flags.max_num_scheduled_tokens, variant
     )
     if flags.max_num_batched_tokens is None and scheduler.prompt_budget == batched - scheduler.draft_slots:
         notes.append(f"no --max-num-batched-tokens: vLLM's server default {DEFAULT_BATCHED_TOKENS:,} assumed")
@@ -405,10 +439,7 @@ def resolve_deployment(model: HybridModel, flags: ServeFlags, variant: Variant) 
         long_prefill_token_threshold=flags.long_prefill_token_threshold,
         eagle_block_drop=scheduler.eagle_block_drop,
         hash_lookahead_tokens=scheduler.hash_lookahead_tokens,
-        # Stated only where it is not the hash lookahead: a multi-module MTP under a KV connector.
-        prefill_lookahead_tokens=(
-            spec.prefill_lookahead if spec and spec.prefill_lookahead != scheduler.hash_lookahead_tokens else None
-        ),
+        prefill_lookahead_tokens=scheduler.prefill_lookahead_tokens,
         mamba_block_size=flags.mamba_block_size,
         prefill_checkpoint_alignment=model.prefill_checkpoint_alignment,
         offload_blocks_per_chunk=offload.blocks_per_chunk,

@@ -5,6 +5,7 @@ tests/test_check_releases.py holds what 0.34.0 answers otherwise)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -248,6 +249,31 @@ def test_a_sequential_eagle_drafter_takes_no_batched_token(capsys):
         capsys, *base, "4102", "--max-num-scheduled-tokens", "4101", "--speculative-config", parallel
     )
     assert scheduled["max_num_scheduled_tokens"] == 4100
+
+
+def test_under_0_34_the_connectors_class_decides_the_hash_lookahead(capsys):
+    """vLLM 0.34.0 asks the KV connector's class whether it keeps the lookahead block hashes: the native
+    offload and SimpleCPUOffloadConnector do, LMCache's does not, 0.33.0 drops them beside any; a connector
+    whose answer gridproof does not know is refused in one line, exit 2."""
+    base = ["--model", "kimi-k3", "-tp", "16", "-dcp", "16", "--block-size", "768", "--speculative-config", EAGLE_3]
+    lookahead = {}
+    for release, connector in itertools.product(
+        ("0.33.0", "0.34.0"), ("SimpleCPUOffloadConnector", "LMCacheConnectorV1")
+    ):
+        transfer = json.dumps({"kv_connector": connector, "kv_role": "kv_both"})
+        _, result = check_json(capsys, *base, "--kv-transfer-config", transfer, "--vllm-version", release)
+        lookahead[release, connector] = result["hash_lookahead_tokens"]
+    assert lookahead == {
+        ("0.33.0", "SimpleCPUOffloadConnector"): 0,
+        ("0.33.0", "LMCacheConnectorV1"): 0,
+        ("0.34.0", "SimpleCPUOffloadConnector"): 1,
+        ("0.34.0", "LMCacheConnectorV1"): 0,
+    }
+    unknown = '{"kv_connector": "MyConnector", "kv_role": "kv_both"}'
+    assert main(["check", *base, "--kv-transfer-config", unknown, "--vllm-version", "0.34.0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gridproof: error: --kv-transfer-config: gridproof does not know whether vLLM 0.34.0's "), err
+    assert err.count("\n") == 1
 
 
 def test_the_hash_lookahead_follows_the_drafter(tmp_path, capsys):

@@ -142,7 +142,11 @@ def test_the_hash_lookahead_beside_native_offload_is_what_each_release_resolves(
 
 
 def test_the_0_34_model_without_the_offload_opt_in_is_refuted(release_0_34):
-    stale = replace(VLLM_0_34, offload_keeps_lookahead_hashes=False)
+    stale = replace(
+        VLLM_0_34,
+        lookahead_hash_connectors=VLLM_0_34.lookahead_hash_connectors - {"OffloadingConnector"},
+        connectors_without_lookahead_hashes=VLLM_0_34.connectors_without_lookahead_hashes | {"OffloadingConnector"},
+    )
     verdict = equivalence(subjects(stale)["hash_lookahead"], release_0_34)
     assert verdict.verdict == REFUTED and verdict.counterexample["native"]
 

@@ -28,9 +28,12 @@ class Variant:
     # CacheConfig.DEFAULT_BLOCK_SIZE: the block asked of the attention backend when --block-size is unset
     # (models/deploy.py, start_block).
     default_block_size: int = 16
-    # The native OffloadingConnector declares supports_lookahead_block_hashes, so the hash lookahead stays
-    # on beside it and the scheduler turns the EAGLE block drop off (models/deploy.py, scheduler_flags).
-    offload_keeps_lookahead_hashes: bool = False
+    # The KV connectors whose class declares supports_lookahead_block_hashes, in a release that asks the
+    # connector (0.34.0 _resolve_num_hash_lookahead_tokens): the hash lookahead stays on beside them, and the
+    # scheduler turns the EAGLE block drop off; and those whose class does not. Both empty: the release asks
+    # no connector and drops the hashes beside any (models/deploy.py, connector_keeps_lookahead_hashes).
+    lookahead_hash_connectors: frozenset[str] = frozenset()
+    connectors_without_lookahead_hashes: frozenset[str] = frozenset()
     # The offload connector keys its chunks by the request's lookahead block hashes and drops no EAGLE chunk
     # when the hash lookahead is on (use_lookahead_block_hashes; models/offload.py, offload_hit).
     offload_reads_lookahead_hashes: bool = False

@@ -13,7 +13,6 @@ BASELINE = Variant(
     guarded=False,
     release="0.33.0",
     default_block_size=16,
-    offload_keeps_lookahead_hashes=False,
     offload_reads_lookahead_hashes=False,
     mtp_modules_from_n_predict=False,
     parallel_drafting_block_drafters_only=False,

@@ -34,7 +34,34 @@ VLLM_0_34 = Variant(
     converts_annotated_eagle=False,
     guarded=False,
     default_block_size=64,
-    offload_keeps_lookahead_hashes=True,
+    # Each registered connector's supports_lookahead_block_hashes as its class answers it (the recorded
+    # `speculation` rows run it for several; MoRIIOConnector's, MooncakeConnector's and HF3FSKVConnector's
+    # are read from the source, their modules needing optional packages). Not here: LMCacheMPConnector,
+    # which the lmcache package replaces with its own class where installed.
+    lookahead_hash_connectors=frozenset(
+        {
+            "OffloadingConnector",
+            "SimpleCPUOffloadConnector",
+            "NixlConnector",
+            "NixlPullConnector",
+            "NixlPushConnector",
+            "MooncakeConnector",
+            "MooncakeStoreConnector",
+        }
+    ),
+    connectors_without_lookahead_hashes=frozenset(
+        {
+            "ExampleConnector",
+            "ExampleHiddenStatesConnector",
+            "LMCacheConnectorV1",
+            "HiSparseConnector",
+            "MoRIIOConnector",
+            "DecodeBenchConnector",
+            "UMBPStoreConnector",
+            "FlexKVConnectorV1",
+            "HF3FSKVConnector",
+        }
+    ),
     offload_reads_lookahead_hashes=True,
     offload_last_token_before_caps=True,
     mtp_modules_from_n_predict=True,

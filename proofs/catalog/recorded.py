@@ -105,21 +105,36 @@ def _speculation(variant, x: dict) -> tuple:
         switches = ("disable_eagle_block_drop", "disable_lookahead_block_hashes", "parallel_drafting")
         config = {"method": x["method"], "num_speculative_tokens": x["num_speculative_tokens"]}
         config.update({name: x[name] for name in switches})
+    transfer = json.loads(x["kv_transfer_json"]) if x["kv_transfer_json"] else None
     try:
         flags = scheduler_flags(
-            # The stubbed draft config has the one count, read by both.
-            speculation(config, MtpLayers(x["mtp_layers"], x["mtp_layers"]), variant),
+            # The stubbed draft config: hf_config_override's n_predict, and num_nextn_predict_layers beside it.
+            speculation(config, MtpLayers(x["mtp_layers"], x["mtp_nextn"]), variant),
             x["enable_prefix_caching"],
-            x["kv_connector"],
+            transfer,
             x["max_num_batched_tokens"],
             x["max_num_scheduled_tokens"] or None,
-            # The recorded connector is the native OffloadingConnector.
-            native_offload=x["kv_connector"],
             variant=variant,
         )
     except DeploymentError:
-        return True, False, 0, 0, 0
-    return False, flags.eagle_block_drop, flags.hash_lookahead_tokens, flags.draft_slots, flags.max_num_scheduled_tokens
+        return True, False, 0, 0, 0, 0
+    # The prefill lookahead as the engine model reads it off the deployment (the hash lookahead where the
+    # deployment states none).
+    stated = Deployment(
+        dcp_size=1,
+        block_size=1,
+        max_num_scheduled_tokens=1,
+        hash_lookahead_tokens=flags.hash_lookahead_tokens,
+        prefill_lookahead_tokens=flags.prefill_lookahead_tokens,
+    )
+    return (
+        False,
+        flags.eagle_block_drop,
+        flags.hash_lookahead_tokens,
+        flags.draft_slots,
+        flags.max_num_scheduled_tokens,
+        stated.prefill_lookahead,
+    )
 
 
 # A config key absent, or vLLM's n_predict None.
@@ -300,10 +315,9 @@ def _first_chunk(variant, x: dict) -> tuple:
         flags = scheduler_flags(
             speculation(config, MtpLayers(1, 1), variant),
             True,
-            False,
+            None,
             x["max_num_batched_tokens"],
             x["max_num_scheduled_tokens"] or None,
-            native_offload=False,
             variant=variant,
         )
     except DeploymentError:
@@ -319,8 +333,9 @@ def _first_chunk(variant, x: dict) -> tuple:
 
 
 FUNCTIONS = {
-    # The flags `gridproof check` reads: "" for no --speculative-config, a
-    # max_num_scheduled_tokens of 0 for the flag unset, refused where vLLM raises.
+    # The flags `gridproof check` reads: "" for no --speculative-config or no --kv-transfer-config (else its
+    # JSON text), a max_num_scheduled_tokens of 0 for the flag unset, refused where vLLM raises; the MTP
+    # draft config's n_predict (mtp_layers) and num_nextn_predict_layers (mtp_nextn).
     "speculation": RecordedFunction(
         (
             "method",
@@ -329,12 +344,13 @@ FUNCTIONS = {
             "disable_lookahead_block_hashes",
             "parallel_drafting",
             "mtp_layers",
+            "mtp_nextn",
             "enable_prefix_caching",
-            "kv_connector",
+            "kv_transfer_json",
             "max_num_batched_tokens",
             "max_num_scheduled_tokens",
         ),
-        ("refused", "eagle_block_drop", "hash_lookahead_tokens", "draft_slots", "token_budget"),
+        ("refused", "eagle_block_drop", "hash_lookahead_tokens", "draft_slots", "token_budget", "prefill_lookahead"),
         _speculation,
     ),
     # A model's MTP count for a self-drafting MTP: ABSENT for a key not in the config, or no n_predict.

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from models.errors import did_you_mean
-from models.variants import BASELINE, PR457_GUARDED, VARIANTS, UnknownVariantError, Variant
+from models.variants import BASELINE, PR457_GUARDED, VARIANTS, VLLM_0_34, UnknownVariantError, Variant
 from proofs.faults.patch import Patch, applied
 
 PREFIX = "mutant:"
@@ -430,6 +430,46 @@ MUTANTS = {
             'if ssm_cache_dtype not in ("auto", "float32", "bfloat16"):',
             "if ssm_cache_dtype not in SSM_CACHE_DTYPES:",
             base=BASELINE,
+        ),
+        _mutant(
+            "mtp-modules-counted-by-n-predict",
+            "`check` counts an MTP draft's modules by its n_predict under vLLM 0.33.0 too, where use_multi_module_mtp "
+            "reads num_nextn_predict_layers: a draft whose two counts differ gets the wrong prefill lookahead",
+            "deploy",
+            "mtp_modules",
+            "return (mtp.n_predict or 1) if variant.mtp_modules_from_n_predict else mtp.multi_module_read",
+            "return mtp.n_predict or 1",
+            base=BASELINE,
+        ),
+        _mutant(
+            "prefill-lookahead-never-stated",
+            "`check` never states a drafter's prefill lookahead apart from the hash lookahead: beside a KV connector "
+            "that drops the hashes, the scheduler is taken to read no token ahead where vLLM reads one or K",
+            "deploy",
+            "scheduler_flags",
+            "=spec.prefill_lookahead if spec and spec.prefill_lookahead != lookahead else None,",
+            "=None,",
+            base=BASELINE,
+        ),
+        _mutant(
+            "any-connector-keeps-lookahead-hashes",
+            "`check` keeps the hash lookahead beside any KV connector in a release that asks the connector, where "
+            "only a class declaring supports_lookahead_block_hashes keeps it (LMCache's does not)",
+            "deploy",
+            "scheduler_flags",
+            "hashes = hashes and connector_keeps_lookahead_hashes(variant, transfer)",
+            "hashes = hashes and bool(variant.lookahead_hash_connectors)",
+            base=VLLM_0_34,
+        ),
+        _mutant(
+            "empty-multi-connector-keeps-lookahead-hashes",
+            "`check` takes a MultiConnector holding no connector to keep the lookahead block hashes, where vLLM "
+            "0.34.0's MultiConnector.supports_lookahead_block_hashes answers False for it",
+            "deploy",
+            "connector_keeps_lookahead_hashes",
+            "return bool(held) and all(connector_keeps_lookahead_hashes(variant, c) for c in held)",
+            "return all(connector_keeps_lookahead_hashes(variant, c) for c in held)",
+            base=VLLM_0_34,
         ),
         _mutant(
             "mtp-count-read-from-the-text-config",

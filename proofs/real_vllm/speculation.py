@@ -13,6 +13,7 @@ conditional expression.
 
 from __future__ import annotations
 
+import json
 import logging
 from types import SimpleNamespace
 
@@ -53,20 +54,20 @@ OPTIONAL_MEMBERS = (
     "num_hash_lookahead_tokens",
     "_resolve_num_hash_lookahead_tokens",
 )
-# The KV connector a row's kv_connector column stands for: vLLM's native offload connector.
-KV_CONNECTOR = "OffloadingConnector"
 
 
 class RealSpeculation:
     """Loads vLLM on construction: a missing or renamed vLLM fails loudly here."""
 
     def __init__(self) -> None:
+        from vllm.config import KVTransferConfig
         from vllm.config.speculative import SpeculativeConfig
         from vllm.config.vllm import VllmConfig
 
         def members(cls, names):
             return {n: m for n in names if (m := _own(cls, n, optional=n in OPTIONAL_MEMBERS)) is not None}
 
+        self._transfer = KVTransferConfig
         self._speculative = type("StubSpeculativeConfig", (), members(SpeculativeConfig, SPECULATIVE_CONFIG_MEMBERS))
         self._config = type("StubVllmConfig", (), members(VllmConfig, VLLM_CONFIG_MEMBERS))
         # 0.34.0 asks the connector class whether it keeps lookahead block hashes.
@@ -82,21 +83,23 @@ class RealSpeculation:
         disable_lookahead_block_hashes: bool,
         parallel_drafting: bool,
         mtp_layers: int,
+        mtp_nextn: int,
         enable_prefix_caching: bool,
-        kv_connector: bool,
+        kv_transfer_json: str,
         max_num_batched_tokens: int,
         max_num_scheduled_tokens: int,
-    ) -> tuple[bool, bool, int, int, int]:
-        """(refused, use_eagle_block_drop, num_hash_lookahead_tokens, draft
-        slots, token budget); `method` "" for no speculative decoding, a
-        `max_num_scheduled_tokens` of 0 for the flag unset. Refused: vLLM
-        raised ValueError, and the rest is 0."""
+    ) -> tuple[bool, bool, int, int, int, int]:
+        """(refused, use_eagle_block_drop, num_hash_lookahead_tokens, draft slots, token budget,
+        num_prefill_lookahead_tokens); `method` "" for no speculative decoding, `kv_transfer_json` "" for
+        no KV connector (else the --kv-transfer-config JSON), a `max_num_scheduled_tokens` of 0 for the
+        flag unset; an MTP draft config's n_predict `mtp_layers` and num_nextn_predict_layers `mtp_nextn`.
+        Refused: vLLM raised ValueError, and the rest is 0."""
         speculative = None
         if method:
             speculative = self._speculative_config(
                 method,
                 parallel_drafting,
-                mtp_layers,
+                (mtp_layers, mtp_nextn),
                 num_speculative_tokens=num_speculative_tokens,
                 disable_eagle_block_drop=disable_eagle_block_drop,
                 disable_lookahead_block_hashes=disable_lookahead_block_hashes,
@@ -104,7 +107,7 @@ class RealSpeculation:
             if _refused_as_given(speculative, parallel_drafting):
                 return _REFUSED
         config = self._vllm_config(
-            speculative, enable_prefix_caching, kv_connector, max_num_batched_tokens, max_num_scheduled_tokens
+            speculative, enable_prefix_caching, kv_transfer_json, max_num_batched_tokens, max_num_scheduled_tokens
         )
         try:
             if self._resolves_lookahead:
@@ -119,11 +122,14 @@ class RealSpeculation:
             if scheduler.max_num_scheduled_tokens is not None
             else scheduler.max_num_batched_tokens
         )
+        lookahead = config.num_prefill_lookahead_tokens
         if speculative is None:
-            return False, False, config.num_hash_lookahead_tokens, 0, budget
-        return False, speculative.use_eagle_block_drop(), config.num_hash_lookahead_tokens, slots, budget
+            return False, False, config.num_hash_lookahead_tokens, 0, budget, lookahead
+        return False, speculative.use_eagle_block_drop(), config.num_hash_lookahead_tokens, slots, budget, lookahead
 
-    def _speculative_config(self, method: str, parallel_drafting: bool, mtp_layers: int, **given: int | bool):
+    def _speculative_config(
+        self, method: str, parallel_drafting: bool, mtp_counts: tuple[int, int], **given: int | bool
+    ):
         """The stub `SpeculativeConfig` of a drafter, with every field its methods read: `given`, the
         token count and the two disabling flags, as they are."""
         speculative = self._speculative()
@@ -133,11 +139,11 @@ class RealSpeculation:
             # SpeculativeConfig.__post_init__ turns it on for dflash and dspark (0.33.0).
             parallel_drafting=parallel_drafting or method in ("dflash", "dspark"),
             # For MTP the draft is the target model; its config as vLLM's getattr reads it: the
-            # count at the top, and the n_predict hf_config_override gives it.
+            # n_predict hf_config_override gives it, and the num_nextn_predict_layers at its top.
             draft_model_config=SimpleNamespace(
                 hf_config=SimpleNamespace(
-                    num_nextn_predict_layers=mtp_layers,
-                    n_predict=mtp_layers,
+                    n_predict=mtp_counts[0],
+                    num_nextn_predict_layers=mtp_counts[1],
                     sample_from_anchor=True,
                     model_type="gridproof_stub",
                 ),
@@ -158,14 +164,13 @@ class RealSpeculation:
         self,
         speculative,
         enable_prefix_caching: bool,
-        kv_connector: bool,
+        kv_transfer_json: str,
         max_num_batched_tokens: int,
         max_num_scheduled_tokens: int,
     ):
-        """The stub `VllmConfig` over `speculative` (None: no drafter), with every field its properties read."""
-        transfer = None
-        if kv_connector:
-            transfer = SimpleNamespace(kv_connector=KV_CONNECTOR, kv_connector_module_path=None)
+        """The stub `VllmConfig` over `speculative` (None: no drafter), with every field its properties read;
+        its KV transfer config is vLLM's own `KVTransferConfig` of the JSON, whose connector class 0.34.0 asks."""
+        transfer = self._transfer(**json.loads(kv_transfer_json)) if kv_transfer_json else None
         config = self._config()
         config.__dict__.update(
             speculative_config=speculative,
@@ -183,7 +188,7 @@ class RealSpeculation:
 
 
 # What `RealSpeculation.read` answers for a configuration vLLM refuses.
-_REFUSED = (True, False, 0, 0, 0)
+_REFUSED = (True, False, 0, 0, 0, 0)
 
 
 def _refused_as_given(speculative, parallel_drafting: bool) -> bool:
@@ -266,15 +271,16 @@ class RealPromptBudget:
         from proofs.catalog.recorded import budget_geometry, budget_prompt
         from proofs.real_vllm.engine import EngineSetting, EngineStalled, RealEngine, prompt_tokens
 
-        refused, _drop, _lookahead, slots, budget = self._flags.read(
+        refused, _drop, _lookahead, slots, budget, _prefill_lookahead = self._flags.read(
             method,
             num_speculative_tokens,
             False,
             False,
             parallel_drafting,
             1,
+            1,
             True,
-            False,
+            "",
             max_num_batched_tokens,
             max_num_scheduled_tokens,
         )

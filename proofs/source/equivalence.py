@@ -367,7 +367,11 @@ def _hash_lookahead_model(variant, speculating, drop, lookahead_hashes, prefix_c
     spec = None
     if speculating:
         spec = deploy.Speculation("eagle", 1, drop, 0, 0, lookahead, lookahead_hashes, True)
-    flags = deploy.scheduler_flags(spec, prefix_caching, connector, 8192, None, native, variant)
+    transfer = None
+    if connector:
+        # Another connector: one whose class keeps the base class's answer, as proofs/source/connector.py's has.
+        transfer = {"kv_connector": deploy.OFFLOADING_CONNECTOR if native else "LMCacheConnectorV1"}
+    flags = deploy.scheduler_flags(spec, prefix_caching, transfer, 8192, None, variant)
     return flags.hash_lookahead_tokens
 
 

@@ -101,21 +101,52 @@ def _config_inputs(scenario) -> ConfigInputs:
     return dataclasses.replace(inputs, explicit_mamba_block_size=inputs.mamba_block_size != 0)
 
 
+def _transfer(name: str, **extra) -> str:
+    return json.dumps({"kv_connector": name, "kv_role": "kv_both", **extra}, sort_keys=True)
+
+
+OFFLOADING = _transfer("OffloadingConnector")
+# Connectors besides the native offload, each asked by 0.34.0 whether it keeps the lookahead block
+# hashes: ones whose class declines, ones that keep them, and MultiConnectors of both and of none.
+OTHER_CONNECTORS = (
+    _transfer("LMCacheConnectorV1"),
+    _transfer("HiSparseConnector"),
+    _transfer("SimpleCPUOffloadConnector"),
+    _transfer("NixlConnector"),
+    _transfer("MooncakeStoreConnector"),
+    _transfer("MultiConnector", kv_connector_extra_config={"connectors": []}),
+    *(
+        _transfer("MultiConnector", kv_connector_extra_config={"connectors": [json.loads(_transfer(c)) for c in held]})
+        for held in (
+            ("OffloadingConnector", "SimpleCPUOffloadConnector"),
+            ("OffloadingConnector", "LMCacheConnectorV1"),
+        )
+    ),
+)
+
+
 def speculation_cases() -> list[tuple]:
-    """Every method with each switch that decides the drop and the hash
-    lookahead, under a roomy budget; then every method with parallel
-    drafting on and off under budgets at the lookahead slots' edge (K, K + 1,
-    K + 2 batched tokens for K speculative tokens) and around a set
-    --max-num-scheduled-tokens. No randomness: recording twice gives the same rows."""
+    """Every method with each switch that decides the drop and the hash lookahead, beside the native
+    offload connector or none, under a roomy budget; every method beside each of OTHER_CONNECTORS; an MTP
+    draft whose n_predict and num_nextn_predict_layers differ; then every method with parallel drafting
+    on and off under budgets at the lookahead slots' edge (K, K + 1, K + 2 batched tokens for K
+    speculative tokens) and around a set --max-num-scheduled-tokens. No randomness: recording twice gives
+    the same rows."""
     cases = []
     for method, tokens in itertools.product(SPECULATION_METHODS, (1, 3)):
-        for drop_off, hashes_off, layers, caching, connector in itertools.product(
-            (False, True), (False, True), (1, 3), (True, False), (False, True)
+        for drop_off, hashes_off, layers, caching, transfer in itertools.product(
+            (False, True), (False, True), (1, 3), (True, False), ("", OFFLOADING)
         ):
-            cases.append((method, tokens, drop_off, hashes_off, False, layers, caching, connector, 8192, 0))
+            cases.append((method, tokens, drop_off, hashes_off, False, layers, layers, caching, transfer, 8192, 0))
         budgets = [(tokens + k, 0) for k in (0, 1, 2)] + [(8192, 4096), (4100, 4096), (4096, 8192)]
         for parallel, (batched, scheduled) in itertools.product((False, True), budgets):
-            cases.append((method, tokens, False, False, parallel, 1, True, False, batched, scheduled))
+            cases.append((method, tokens, False, False, parallel, 1, 1, True, "", batched, scheduled))
+    for method, hashes_off, transfer in itertools.product(SPECULATION_METHODS, (False, True), OTHER_CONNECTORS):
+        cases.append((method, 3, False, hashes_off, False, 3, 3, True, transfer, 8192, 0))
+    for tokens, (layers, nextn), transfer in itertools.product(
+        (1, 3), ((3, 1), (1, 3)), ("", OFFLOADING, OTHER_CONNECTORS[0])
+    ):
+        cases.append(("mtp", tokens, False, False, False, layers, nextn, True, transfer, 8192, 0))
     return cases
 
 
