@@ -130,10 +130,14 @@ def law_is_the_engines(variant: Variant, case: Case) -> Verdict:
     if checks.fails("the law is checked on every documented length", not missing):
         return checks.verdict(f"the law is not checked at L = {', '.join(map(str, missing[:5]))}, which it documents")
     every = lengths_checked(p, limit)
-    if steps_to_check(p, every) <= STEP_ALLOWANCE and checks.differ(
-        "the law is checked on every length it names where they fit", law.checked, len(every)
-    ):
-        return checks.verdict(f"the law is checked on {law.checked} lengths where all {len(every)} fit the allowance")
+    if steps_to_check(p, every) <= STEP_ALLOWANCE:
+        if checks.differ("the law is checked on every length it names where they fit", law.checked, len(every)):
+            return checks.verdict(f"the law is checked on {law.checked} lengths where all {len(every)} fit")
+        # Its RANDOM_LENGTHS lengths at random (seeded) up to --max-model-len or RANDOM_UP_TO: the largest of
+        # so many uniform draws lies past half that range (a draw past the limit, dropped, does not).
+        reach = min(limit or restore_law.RANDOM_UP_TO, restore_law.RANDOM_UP_TO) // 2
+        if checks.fails("the lengths at random reach past half their range", law.largest_checked > reach):
+            return checks.verdict(f"the largest length checked is {law.largest_checked:,}, not past {reach:,}")
     return _law_against_simulate(variant, p, law, limit, checks)
 
 
@@ -196,7 +200,8 @@ THEOREMS = (
         "something where the length before it is not, with no length of the domain below it restored anything "
         "(and none restored where it names none); the law is checked on every length its documentation names "
         "(every length up to 256 and each grid boundary and either side, within --max-model-len, and all it names "
-        "wherever their prefills fit its step allowance), and on none past --max-model-len; and where a length's "
+        "wherever their prefills fit its step allowance, its lengths at random then reaching past half of "
+        "--max-model-len or of 10^9), and on none past --max-model-len; and where a length's "
         "prefill stalls or its lookup fails, which simulate confirms, check states no law and says why.",
         (),
         enumeration=Enumeration(

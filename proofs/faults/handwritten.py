@@ -991,6 +991,18 @@ CHECK_LAW_MUTANTS = {
             "the lengths that ran is printed as CHECKED, where nothing of the stalled prompts is restored",
         ),
         Mutant(
+            "law-random-lengths-past-the-limit",
+            BASELINE,
+            Patch(
+                "proofs.deployment.restore_law",
+                "lengths_checked",
+                "rng.randint(1, limit or RANDOM_UP_TO)",
+                "rng.randint(1, RANDOM_UP_TO)",
+            ),
+            "`check` draws its law's lengths at random up to 10^9 whatever --max-model-len is, then drops those past "
+            "it: under a limit the law is checked on almost no length between its grid and the limit",
+        ),
+        Mutant(
             "law-unchecked-below-the-grid",
             BASELINE,
             Patch(
