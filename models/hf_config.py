@@ -273,14 +273,13 @@ class ContextLength:
     key: str  # the key the length was read from
     stated: int  # its value
     derived: float  # the longest --max-model-len accepted (RoPE-scaled, so possibly fractional)
-    default: int  # max_model_len where --max-model-len is unset
     model_max_length: int | None  # the key that also admits a longer --max-model-len
 
     def max_model_len(self, flag: int | None) -> int:
         """The max_model_len vLLM runs with under --max-model-len `flag` (None: unset); MaxModelLenError
         where vLLM refuses it (without VLLM_ALLOW_LONG_MAX_MODEL_LEN)."""
         if flag is None:
-            return self.default
+            return int(self.derived)
         if flag > self.derived and (self.model_max_length is None or flag > self.model_max_length):
             scaled = "" if self.derived == self.stated else f", {self.derived:,g} with its RoPE scaling"
             raise MaxModelLenError(
@@ -343,7 +342,7 @@ def context_length(text: dict) -> ContextLength:
     if text.get("model_max_length"):
         key = "model_max_length"
     derived = stated[key] * _rope_factor(text)
-    return ContextLength(key, stated[key], derived, int(derived), _optional_count(text, "model_max_length", 1))
+    return ContextLength(key, stated[key], derived, _optional_count(text, "model_max_length", 1))
 
 
 def _attention(config: dict) -> tuple[int, int]:
