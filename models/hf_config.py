@@ -301,6 +301,12 @@ def _rope_parameters(config: dict) -> dict:
             "RoPE parameters per layer type: gridproof does not read them (whether vLLM applies them depends "
             "on the model's config class)"
         )
+    legacy = parameters.get("type")
+    if "rope_type" in parameters and legacy is not None and legacy != parameters["rope_type"]:
+        raise ModelConfigError(
+            f"RoPE parameters give rope_type {parameters['rope_type']!r} and the legacy type {legacy!r} "
+            "(Transformers refuses the conflict)"
+        )
     if _rope_type(parameters) == "longrope":
         raise ModelConfigError(
             "RoPE type longrope: gridproof does not read it (vLLM's default length for it depends on where the "
@@ -370,7 +376,12 @@ def _read_mamba2(c: dict, prefix: str):
         "mamba_": ("mamba_n_heads", "mamba_d_head", "mamba_n_groups", "mamba_d_state", "mamba_d_conv"),
     }[prefix]
     heads, head_dim, groups, state, kernel = (_need(c, k) for k in names)
-    inner = c.get("mamba_d_ssm") or heads * head_dim
+    inner = heads * head_dim
+    if c.get("mamba_d_ssm") not in (None, inner):
+        raise ModelConfigError(
+            f"mamba_d_ssm {c['mamba_d_ssm']!r} is not mamba_n_heads x mamba_d_head ({inner:,}), which Transformers' "
+            "FalconH1Config refuses"
+        )
     fields = {
         "num_heads": heads,
         "head_dim": head_dim,

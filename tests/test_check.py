@@ -455,6 +455,24 @@ def test_rope_parameters_vllm_reads_by_config_class_are_refused(tmp_path, capsys
         ), err
 
 
+def test_sizes_transformers_refuses_are_refused(tmp_path, capsys):
+    """A RoPE type stated twice, differently (Transformers refuses the conflict), and a Falcon-H1 mamba_d_ssm
+    that is not its heads times their size (FalconH1Config refuses it): one line each, exit 2."""
+    for family, keys, message in (
+        (
+            "qwen3-next",
+            {"rope_scaling": {"rope_type": "yarn", "type": "linear", "factor": 4.0}},
+            "RoPE parameters give",
+        ),
+        ("falcon-h1", {"mamba_d_ssm": 6144}, "mamba_d_ssm 6144 is not mamba_n_heads x mamba_d_head (3,072)"),
+    ):
+        path = tmp_path / f"{family}.json"
+        path.write_text(json.dumps({**json.loads(_family_text(family)), **keys}))
+        assert main(["check", "--model", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"gridproof: error: {path}: {message}") and err.count("\n") == 1, err
+
+
 def test_a_wrapped_models_context_is_its_text_configs(tmp_path, capsys):
     """Qwen3.5 as published nests its text config: vLLM reads the context length and its RoPE scaling there
     only (ModelConfig passes hf_text_config), so the wrapper's own keys change nothing and the text config's

@@ -64,16 +64,19 @@ def _plan(variant: Variant, name: str) -> Plan:
     return plan(variant, _deployment(variant, name).geometry)
 
 
-def _documented_lengths(p: Plan, limit: int | None) -> set[int]:
-    """The lengths restore_law's documentation says every law is checked on, however it thins them to fit its
-    step allowance: every length up to its EVERY_LENGTH_UP_TO and, one either side, each multiple of every
-    grid and the budget up to the largest, each within --max-model-len."""
+def _documented_lengths(p: Plan, limit: int | None, spans: int = 1) -> set[int]:
+    """The lengths restore_law's documentation says a law is checked on: every length up to its
+    EVERY_LENGTH_UP_TO and, one either side, each multiple of every grid and the budget up to `spans` of the
+    largest (one however it thins them to fit its step allowance, four where they fit), each within
+    --max-model-len."""
     split = p.split
     sizes = {int(split.hash_block), int(split.sched_block), int(split.block), p.cadence, *map(int, p.target_spans)}
     sizes.add(p.geometry.deployment.max_num_scheduled_tokens)
     found = set(range(1, restore_law.EVERY_LENGTH_UP_TO + 1))
     for size in sizes:
-        found.update(n for k in range(1, max(sizes) // size + 1) for n in (k * size - 1, k * size, k * size + 1))
+        found.update(
+            n for k in range(1, spans * max(sizes) // size + 1) for n in (k * size - 1, k * size, k * size + 1)
+        )
     return {n for n in found if n >= 1 and (limit is None or n <= limit)}
 
 
@@ -133,6 +136,9 @@ def law_is_the_engines(variant: Variant, case: Case) -> Verdict:
     if steps_to_check(p, every) <= STEP_ALLOWANCE:
         if checks.differ("the law is checked on every length it names where they fit", law.checked, len(every)):
             return checks.verdict(f"the law is checked on {law.checked} lengths where all {len(every)} fit")
+        missing = sorted(_documented_lengths(p, limit, spans=4) - set(law.lengths))
+        if checks.fails("where they fit, the law is checked on each grid up to four of the largest", not missing):
+            return checks.verdict(f"the law is not checked at L = {', '.join(map(str, missing[:5]))}, which it names")
         # Its RANDOM_LENGTHS lengths at random (seeded) up to --max-model-len or RANDOM_UP_TO: the largest of
         # so many uniform draws lies past half that range (a draw past the limit, dropped, does not).
         reach = min(limit or restore_law.RANDOM_UP_TO, restore_law.RANDOM_UP_TO) // 2
@@ -200,7 +206,8 @@ THEOREMS = (
         "something where the length before it is not, with no length of the domain below it restored anything "
         "(and none restored where it names none); the law is checked on every length its documentation names "
         "(every length up to 256 and each grid boundary and either side, within --max-model-len, and all it names "
-        "wherever their prefills fit its step allowance, its lengths at random then reaching past half of "
+        "wherever their prefills fit its step allowance, each grid boundary up to four of the largest then among "
+        "them and its lengths at random reaching past half of "
         "--max-model-len or of 10^9), and on none past --max-model-len; and where a length's "
         "prefill stalls or its lookup fails, which simulate confirms, check states no law and says why.",
         (),

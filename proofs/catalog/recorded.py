@@ -45,6 +45,7 @@ from models.hf_config import (
     FAMILY_DIR,
     MTP_HIDDEN,
     NEXTN,
+    HybridModel,
     ModelConfigError,
     MtpLayers,
     kv_element_bytes,
@@ -216,11 +217,19 @@ def _tensors_json(tensors) -> tuple[str, str]:
     return json.dumps([math.prod(t.shape) for t in tensors]), json.dumps([t.dtype for t in tensors])
 
 
+def state_model(x: dict) -> HybridModel:
+    """The model a recorded state case stands for: a built-in one, with `keys_json` set over its text config."""
+    if x["keys_json"] == "{}":
+        return load_model(x["model"])
+    return parse_model(reading_config(x), x["model"])
+
+
 def _state(_variant, x: dict) -> tuple:
-    """`gridproof check`'s recurrent state tensors (models.hf_config) for a built-in model: each
-    tensor's element count and dtype, as JSON text; refused where it refuses the TP size or SSM dtype."""
+    """`gridproof check`'s recurrent state tensors (models.hf_config) for a built-in model, some with other
+    sizes set: each tensor's element count and dtype, as JSON text; refused where it refuses the TP size
+    or SSM dtype."""
     try:
-        tensors = load_model(x["model"]).state(x["tp"], x["num_spec"], x["ssm_cache_dtype"])
+        tensors = state_model(x).state(x["tp"], x["num_spec"], x["ssm_cache_dtype"])
     except ModelConfigError:
         return True, "", ""
     return False, *_tensors_json(tensors)
@@ -374,7 +383,7 @@ FUNCTIONS = {
     # dtype: each tensor's element count and dtype (JSON text), as vLLM's own calculators give them;
     # refused where they raise (a TP size that does not divide a dimension, an SSM dtype a kind refuses).
     "state": RecordedFunction(
-        ("model", "tp", "num_spec", "ssm_cache_dtype"), ("refused", "elements_json", "dtypes_json"), _state
+        ("model", "keys_json", "tp", "num_spec", "ssm_cache_dtype"), ("refused", "elements_json", "dtypes_json"), _state
     ),
     # The KV cache's element size under each --kv-cache-dtype check takes, for a model of each dtype: what
     # a token's attention page (and so the hybrid block) is made of.

@@ -472,6 +472,16 @@ MUTANTS = {
             base=VLLM_0_34,
         ),
         _mutant(
+            "gdn-temporal-state-key-by-key",
+            "`check` sizes a Gated DeltaNet layer's temporal state by the key head size twice: a model whose value "
+            "heads are larger than its key heads is given too small a recurrent page",
+            "hf_config",
+            "_gdn",
+            'return conv, (heads, f["linear_value_head_dim"], f["linear_key_head_dim"])',
+            'return conv, (heads, f["linear_key_head_dim"], f["linear_key_head_dim"])',
+            base=BASELINE,
+        ),
+        _mutant(
             "mtp-count-read-from-the-text-config",
             "`check` reads the MTP layer count after it has turned to a wrapper's text config: Kimi-K3's and "
             "Qwen3.5's drafts, whose count vLLM's hf_config_override finds from the wrapper, get none",
@@ -1001,6 +1011,18 @@ CHECK_LAW_MUTANTS = {
             ),
             "`check` draws its law's lengths at random up to 10^9 whatever --max-model-len is, then drops those past "
             "it: under a limit the law is checked on almost no length between its grid and the limit",
+        ),
+        Mutant(
+            "law-grid-stops-short-of-its-top",
+            BASELINE,
+            Patch(
+                "proofs.deployment.restore_law",
+                "lengths_checked",
+                "range(size, top + 1, size)",
+                "range(size, top, size)",
+            ),
+            "`check` checks its law on each grid's multiples short of four of the largest, not up to it as its "
+            "documentation says: the last boundary, where a formula a span off shows, is not compared",
         ),
         Mutant(
             "law-unchecked-below-the-grid",

@@ -90,14 +90,18 @@ class RealContextLength:
         self._verify = _get_and_verify_max_len
 
     def read(self, config: dict, max_model_len: int | None) -> tuple[bool, int]:
-        """(refused, the max_model_len vLLM runs with): refused where vLLM raises."""
+        """(refused, the max_model_len vLLM runs with): refused where vLLM raises, loading the config or
+        deriving the length."""
         from types import SimpleNamespace
 
         from proofs.real_vllm.state import hf_config_of
 
-        hf_config = hf_config_of(config)
-        self._patch(hf_config)
-        self._patch(hf_config.get_text_config())
+        try:
+            hf_config = hf_config_of(config)
+            self._patch(hf_config)
+            self._patch(hf_config.get_text_config())
+        except ValueError:  # the config class or its RoPE validation refuses the file
+            return True, 0
         text = self._text(hf_config)
         convertor = self._convertors.get(hf_config.model_type, self._base)(hf_config, text)
         arch = SimpleNamespace(derived_max_model_len_and_key=convertor.derive_max_model_len_and_key())

@@ -258,20 +258,32 @@ STATE_TP_SIZES = (1, 2, 4, 8, 16)
 STATE_SSM_DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
+# Sizes set over a built-in model's config.json for the state rows: a Gated DeltaNet whose key and value
+# heads differ in size, as no built-in one does.
+STATE_KEYS = (
+    ("qwen3-next", {"linear_value_head_dim": 64}),
+    ("qwen3-next", {"linear_key_head_dim": 64}),
+)
+
+
 def _state_rows(real_state) -> list[list]:
-    """Each built-in model at each TP size, with 0, 1 or 3 speculative tokens and each SSM cache dtype:
-    vLLM's element counts and dtypes, or refused where vLLM raises (a TP size its divide asserts on, an SSM
-    dtype a layer kind does not keep)."""
+    """Each built-in model, and those of STATE_KEYS, at each TP size, with 0, 1 or 3 speculative tokens and
+    each SSM cache dtype: vLLM's element counts and dtypes, or refused where vLLM raises (a TP size its
+    divide asserts on, an SSM dtype a layer kind does not keep)."""
+    from proofs.catalog.recorded import state_model
+
     rows = []
-    for name in builtin_model_names():
-        model = load_model(name)
+    cases = [(name, "{}") for name in builtin_model_names()]
+    cases += [(name, json.dumps(keys, sort_keys=True)) for name, keys in STATE_KEYS]
+    for name, keys_json in cases:
+        model = state_model({"model": name, "keys_json": keys_json})
         for tp, num_spec, ssm in itertools.product(STATE_TP_SIZES, (0, 1, 3), STATE_SSM_DTYPES):
             try:
                 elements, dtypes = real_state.read(model, tp, num_spec, ssm)
             except (AssertionError, ValueError):
-                rows.append([name, tp, num_spec, ssm, True, "", ""])
+                rows.append([name, keys_json, tp, num_spec, ssm, True, "", ""])
                 continue
-            rows.append([name, tp, num_spec, ssm, False, json.dumps(elements), json.dumps(dtypes)])
+            rows.append([name, keys_json, tp, num_spec, ssm, False, json.dumps(elements), json.dumps(dtypes)])
     return rows
 
 
@@ -320,7 +332,8 @@ START_BLOCK_KERNELS = (1, 2, 8, 12, 16, 24, 32, 48, 64, 80, 96, 128, 144, 256, 5
 
 # Context-length and RoPE keys set over a built-in model's config.json: each length key vLLM reads
 # (shorter and longer than the stated one), model_max_length both ways, and each kind of RoPE
-# scaling (linear, the legacy "type", dynamic, a YaRN factor that is not applied, a fraction, none).
+# scaling (linear, the legacy "type", dynamic, a YaRN factor that is not applied, a fraction, none, and
+# "rope_type" beside a legacy "type" that says otherwise).
 CONTEXT_KEYS = (
     {},
     {"seq_length": 8192},
@@ -334,6 +347,7 @@ CONTEXT_KEYS = (
     {"rope_parameters": {"rope_type": "linear", "factor": 1.5, "rope_theta": 10000.0}},
     {"rope_scaling": {"rope_type": "default"}},
     {"max_position_embeddings": 100001, "rope_scaling": {"rope_type": "linear", "factor": 1.5}},
+    {"rope_scaling": {"rope_type": "linear", "type": "yarn", "factor": 2.0}},
 )
 CONTEXT_FLAGS = (0, 8192, 262144, 262145, 1048577)
 
@@ -398,6 +412,8 @@ READING_KEYS = (
     ({"mamba_n_groups": 3}, ("mamba_n_groups",)),
     ({"n_groups": 3}, ("n_groups",)),
     ({"mamba_ssm_cache_dtype": "float32"}, ("mamba_ssm_cache_dtype",)),
+    ({"linear_value_head_dim": 64}, ("linear_value_head_dim",)),
+    ({"linear_key_head_dim": 64}, ("linear_key_head_dim",)),
 )
 READING_TP_SIZES = (1, 2, 4, 8, 16)
 
