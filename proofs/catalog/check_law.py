@@ -11,13 +11,14 @@ law is fitted on (another seed, other multiples), each compared with `simulate`.
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from collections.abc import Callable
 from functools import cache
 
 from models.deploy import ResolvedDeployment, ServeFlags, resolve_deployment
-from models.hf_config import builtin_model_names, load_model
+from models.hf_config import FAMILY_DIR, builtin_model_names, load_model, parse_model
 from models.plan import Plan, plan
 from models.variants import Variant
 from proofs.catalog.base import Theorem
@@ -47,7 +48,12 @@ DEPLOYMENTS = {
     # Fewer batched tokens than a block under a larger token budget: the real prefill stalls, and no law is
     # printed (tests/conformance's prompt_budget rows hold the stall to the real scheduler).
     "qwen3-next-stalled": ("qwen3-next", {"max_num_batched_tokens": 12, "max_num_scheduled_tokens": 4096}),
+    # An MTP draft of two modules (the config's counts, MTP_TWO_MODULES), which hashes two tokens ahead.
+    "qwen3.5-mtp2": ("qwen3.5", {"tensor_parallel_size": 4, "speculative_config": {"method": "mtp"}}),
 }
+# Config keys set over a deployment's built-in config.json: two MTP modules, as both releases count them
+# (0.33.0 num_nextn_predict_layers, 0.34.0 the n_predict Qwen3.5's mtp_num_hidden_layers gives).
+CONFIG_KEYS = {"qwen3.5-mtp2": {"mtp_num_hidden_layers": 2, "num_nextn_predict_layers": 2}}
 EVERY_LENGTH_UP_TO = 128
 RANDOM_LENGTHS = 24
 SEED = 47  # not the law's own seed: these lengths are chosen apart from the ones it is fitted on
@@ -56,7 +62,10 @@ SEED = 47  # not the law's own seed: these lengths are chosen apart from the one
 @cache
 def _deployment(variant: Variant, name: str) -> ResolvedDeployment:
     model, flags = DEPLOYMENTS[name]
-    return resolve_deployment(load_model(model), ServeFlags(**flags), variant)
+    if name not in CONFIG_KEYS:
+        return resolve_deployment(load_model(model), ServeFlags(**flags), variant)
+    config = {**json.loads((FAMILY_DIR / f"{model}.json").read_text(encoding="utf-8")), **CONFIG_KEYS[name]}
+    return resolve_deployment(parse_model(config, name), ServeFlags(**flags), variant)
 
 
 @cache
@@ -199,7 +208,8 @@ THEOREMS = (
         "deploy",
         "Bounded, by enumeration: for every deployment check resolves from a built-in family's defaults, the "
         "Kimi-K3 TP16/DCP16 flags of docs/check.md (as given, with --mamba-block-size 12288, and with dense "
-        "retention), two --max-model-len limits and a budget under which the prefill stalls, the law check prints "
+        "retention), two --max-model-len limits, a budget under which the prefill stalls and an MTP draft of two "
+        "modules (which hashes two tokens ahead), the law check prints "
         "(proofs/deployment/analysis.hit_law_answer over restore_law.py, within --max-model-len), both as "
         "computed and as its printed text reads, equals what simulate reports a later identical request restores "
         "at every length of the domain within --max-model-len, and its smallest prefix that hits is restored "

@@ -4,8 +4,9 @@ L tokens, how many tokens the GPU prefix cache restores, hit(L), as a formula a 
 hit(L) is what `simulate` computes (models.prefill, models.prefix_cache: the prefill, what the
 cache keeps, the coordinator's lookup). The law is the first formula of a small family that
 equals it on every length checked: CP(L, u) = max(0, floor((L - 1) / u) * u), the last
-u-boundary before the prompt's last token, and its EAGLE form max(0, floor(L / u) * u - u), for u
-each grid the deployment has (hash block, scheduler block, recurrent block, spans), or 0. The
+u-boundary before the prompt's last token, its EAGLE form max(0, floor(L / u) * u - u), and, where blocks
+are hashed with k > 1 tokens after them, max(0, floor((L - k) / u) * u), for u each grid the deployment
+has (hash block, scheduler block, recurrent block, spans), or 0. The
 lengths checked are every length up to a few hundred, every multiple of each grid up to four of
 its largest, one either side, and lengths at random up to a billion. That is a bounded check, not a
 proof: the law is reported as CHECKED with its count, and where no formula fits, the lengths
@@ -61,6 +62,12 @@ def _boundary(unit: int, drop: bool) -> Formula:
     return Formula(f"⌊(L − 1)/{unit:,}⌋·{unit:,}", lambda n: max(0, (n - 1) // unit * unit))
 
 
+def _boundary_ahead(unit: int, ahead: int) -> Formula:
+    """The last u-boundary that `ahead` tokens of the prompt follow: a block hashed with the tokens after it
+    (vLLM's num_hash_lookahead_tokens) is keyed only once they are in the prompt."""
+    return Formula(f"max(0, ⌊(L − {ahead})/{unit:,}⌋·{unit:,})", lambda n: max(0, (n - ahead) // unit * unit))
+
+
 def candidates(p: Plan) -> list[Formula]:
     """The formulas tried, simplest first."""
     split = p.split
@@ -70,6 +77,9 @@ def candidates(p: Plan) -> list[Formula]:
     found = [Formula("0", lambda n: 0)]
     for drop in (bool(split.eagle_drop), not split.eagle_drop):
         found += [_boundary(unit, drop) for unit in units]
+    ahead = p.geometry.deployment.hash_lookahead_tokens
+    if ahead > 1:
+        found += [_boundary_ahead(unit, ahead) for unit in units]
     return found
 
 

@@ -1025,6 +1025,18 @@ CHECK_LAW_MUTANTS = {
             "documentation says: the last boundary, where a formula a span off shows, is not compared",
         ),
         Mutant(
+            "law-lookahead-a-token-short",
+            BASELINE,
+            Patch(
+                "proofs.deployment.restore_law",
+                "candidates",
+                "_boundary_ahead(unit, ahead)",
+                "_boundary_ahead(unit, ahead - 1)",
+            ),
+            "`check` fits a deployment that hashes K tokens ahead with forms a token short of its lookahead: an MTP "
+            "draft of two modules gets no law, where the engine model restores to the last boundary two tokens back",
+        ),
+        Mutant(
             "law-unchecked-below-the-grid",
             BASELINE,
             Patch(
