@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -59,8 +60,23 @@ def _interrupted(arguments: list[str], whole_group: bool, number: int) -> tuple[
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)
-    left = subprocess.run(["pgrep", "-s", str(run.pid)], capture_output=True, text=True).stdout.split()
-    return run.returncode, "".join(lines) + rest, left
+    return run.returncode, "".join(lines) + rest, _left_in_session(run.pid)
+
+
+def _left_in_session(session: int, grace: float = 10.0) -> list[str]:
+    """The processes of the session still alive `grace` seconds after its leader ended, with their command
+    lines: a worker killed as its parent exits may take a moment to go on a loaded machine, but one left
+    running (as workers once were, for ever) is still there."""
+    deadline = time.monotonic() + grace
+    while True:
+        left = subprocess.run(["pgrep", "-s", str(session)], capture_output=True, text=True).stdout.split()
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    return [
+        subprocess.run(["ps", "-o", "pid=,cmd=", "-p", pid], capture_output=True, text=True).stdout.strip() or pid
+        for pid in left
+    ]
 
 
 @pytest.mark.parametrize("run", sorted(RUNS))
