@@ -48,7 +48,7 @@ DEPLOYMENTS = {
     # Fewer batched tokens than a block under a larger token budget: the real prefill stalls, and no law is
     # printed (tests/conformance's prompt_budget rows hold the stall to the real scheduler).
     "qwen3-next-stalled": ("qwen3-next", {"max_num_batched_tokens": 12, "max_num_scheduled_tokens": 4096}),
-    # An MTP draft of two modules (the config's counts, MTP_TWO_MODULES), which hashes two tokens ahead.
+    # An MTP draft of two modules (the config's counts, CONFIG_KEYS), which hashes two tokens ahead.
     "qwen3.5-mtp2": ("qwen3.5", {"tensor_parallel_size": 4, "speculative_config": {"method": "mtp"}}),
 }
 # Config keys set over a deployment's built-in config.json: two MTP modules, as both releases count them
