@@ -143,8 +143,9 @@ def law_is_the_engines(variant: Variant, case: Case) -> Verdict:
         return checks.verdict(f"the law is not checked at L = {', '.join(map(str, missing[:5]))}, which it documents")
     every = lengths_checked(p, limit)
     if steps_to_check(p, every) <= STEP_ALLOWANCE:
-        if checks.differ("the law is checked on every length it names where they fit", law.checked, len(every)):
-            return checks.verdict(f"the law is checked on {law.checked} lengths where all {len(every)} fit")
+        unchecked = sorted(set(every) - set(law.lengths))
+        if checks.fails("the law is checked on every length it names where they fit", not unchecked):
+            return checks.verdict(f"the law is not checked at L = {', '.join(map(str, unchecked[:5]))}, where all fit")
         missing = sorted(_documented_lengths(p, limit, spans=4) - set(law.lengths))
         if checks.fails("where they fit, the law is checked on each grid up to four of the largest", not missing):
             return checks.verdict(f"the law is not checked at L = {', '.join(map(str, missing[:5]))}, which it names")

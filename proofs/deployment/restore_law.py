@@ -128,7 +128,7 @@ class RestoreLaw:
     largest_checked: int
     differences: list[tuple[int, int | None, int]] = field(default_factory=list)  # (L, model, best formula)
     failures: list[int] = field(default_factory=list)  # lengths whose lookup fails or prefill stalls
-    smallest_hit: int | None = None  # the least L restored anything (None: none checked)
+    smallest_hit: int | None = None  # where a law is CHECKED, the least L it restores anything at
     failure: str = ""  # what happens at the first of `failures`, in a deployer's words
     lengths: tuple[int, ...] = ()  # every length checked, in order
 
@@ -144,7 +144,7 @@ class RestoreLaw:
     def as_json(self) -> dict:
         return {
             "verdict": self.verdict,
-            "form": None if self.formula is None else f"hit(L) = {self.formula.text}",
+            "form": f"hit(L) = {self.formula.text}" if self.verdict == "CHECKED" else None,
             "checked_lengths": self.checked,
             "largest_checked": self.largest_checked,
             "differences": [list(d) for d in self.differences[:5]],
@@ -166,27 +166,45 @@ def restore_law(p: Plan, limit: int | None = None) -> RestoreLaw:
             "fewest lengths worth checking; `gridproof simulate` answers one length"
         )
     observed = {n: resend_hit(p, n) for n in lengths}
-    failures = [n for n, hit in observed.items() if hit is None]
+    best, differences = fit(p, observed)
+    # The smallest hit a law names, and the length before it, are compared with the model like every length
+    # checked; a law refitted on them may name another, compared in turn. A formula refuted stays refuted, so
+    # this ends within the family.
+    while not differences:
+        low = smallest_hit(best, lengths)
+        unseen = sorted({n for n in (low - 1, low) if n >= 1} - set(observed)) if low else []
+        if not unseen:
+            break
+        observed.update({n: resend_hit(p, n) for n in unseen})
+        best, differences = fit(p, observed)
+    failures = sorted(n for n, hit in observed.items() if hit is None)
+    law = RestoreLaw(
+        formula=best if not differences else None,
+        checked=len(observed),
+        largest_checked=max(observed),
+        lengths=tuple(sorted(observed)),
+        differences=differences,
+        failures=failures,
+        failure=failure(p, failures[0]) if failures else "",
+    )
+    if law.verdict == "CHECKED":
+        law.smallest_hit = smallest_hit(law.formula, lengths)
+    return law
+
+
+def fit(p: Plan, observed: dict[int, int | None]) -> tuple[Formula, list[tuple[int, int | None, int]]]:
+    """The first formula of the family that equals the model on every length observed to restore (no
+    differences), or the one that differs on fewest, with where it differs."""
     best, best_differences = None, None
     for formula in candidates(p):
         differences = [
-            (n, hit, formula.of(n)) for n, hit in observed.items() if hit is not None and hit != formula.of(n)
+            (n, hit, formula.of(n)) for n, hit in sorted(observed.items()) if hit is not None and hit != formula.of(n)
         ]
         if best_differences is None or len(differences) < len(best_differences):
             best, best_differences = formula, differences
         if not differences:
             break
-    law = RestoreLaw(
-        formula=best if not best_differences else None,
-        checked=len(lengths),
-        largest_checked=max(lengths),
-        lengths=tuple(lengths),
-        differences=best_differences or [],
-        failures=failures,
-        failure=failure(p, failures[0]) if failures else "",
-    )
-    law.smallest_hit = smallest_hit(p, law, observed)
-    return law
+    return best, best_differences
 
 
 def failure(p: Plan, length: int) -> str:
@@ -201,21 +219,17 @@ def failure(p: Plan, length: int) -> str:
     return f"vLLM's prefix-cache lookup fails for a {length:,}-token resend"
 
 
-def smallest_hit(p: Plan, law: RestoreLaw, observed: dict[int, int | None]) -> int | None:
-    """The least L whose resend restores anything: by the law, confirmed on the model at L and L - 1."""
-    if law.formula is not None:
-        if law.formula.text == "0":
-            return None
-        low, high = 1, max(observed)
-        if law(high) == 0:
-            return None
-        while low < high:  # every formula of the family is monotone in L
-            middle = (low + high) // 2
-            if law(middle) > 0:
-                high = middle
-            else:
-                low = middle + 1
-        if resend_hit(p, low) and (low == 1 or not resend_hit(p, low - 1)):
-            return low
-    hits = [n for n, hit in sorted(observed.items()) if hit]
-    return hits[0] if hits else None
+def smallest_hit(formula: Formula, lengths: list[int]) -> int | None:
+    """The least L, up to the longest of `lengths`, that `formula` restores anything at (every formula of the
+    family is monotone in L); None where it restores nothing there. restore_law compares the model with the
+    formula at that L and the one before it."""
+    low, high = 1, max(lengths)
+    if formula.of(high) == 0:
+        return None
+    while low < high:
+        middle = (low + high) // 2
+        if formula.of(middle) > 0:
+            high = middle
+        else:
+            low = middle + 1
+    return low

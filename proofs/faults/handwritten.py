@@ -982,8 +982,8 @@ CHECK_LAW_MUTANTS = {
             Patch(
                 "proofs.deployment.restore_law",
                 "smallest_hit",
-                "low, high = 1, max(observed)",
-                "low, high = 1, min(observed)",
+                "low, high = 1, max(lengths)",
+                "low, high = 1, min(lengths)",
             ),
             "`check`'s search for the smallest prefix that hits looks no further than the shortest length "
             "checked: it says no prefix is ever restored where the cache restores many",
