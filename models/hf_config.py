@@ -496,6 +496,11 @@ def builtin_model_names() -> list[str]:
     return sorted(p.stem for p in FAMILY_DIR.glob("*.json"))
 
 
+def family_config(name: str) -> dict:
+    """The config.json of the built-in family `name`, as a dict (its `_`-prefixed notes included)."""
+    return parse_json((FAMILY_DIR / f"{name}.json").read_text(encoding="utf-8"))
+
+
 def load_model(name_or_path: str) -> HybridModel:
     """A built-in family by name (e.g. `kimi-k3`) or a config.json path."""
     builtin = FAMILY_DIR / f"{name_or_path}.json"

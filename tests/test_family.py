@@ -179,11 +179,10 @@ def test_a_second_extremum_over_an_attaining_family_is_refused():
 def test_a_float32_checkpoint_is_served_in_two_bytes():
     """vLLM's --dtype auto downcasts a float32 checkpoint (_resolve_auto_dtype): its KV cache and conv
     state take two bytes an element, not four."""
-    import json
 
-    from models.hf_config import FAMILY_DIR, parse_model
+    from models.hf_config import family_config, parse_model
 
-    config = json.loads((FAMILY_DIR / "qwen3-next.json").read_text())
+    config = family_config("qwen3-next")
     as_float32 = parse_model({**config, "dtype": "float32"}, "f32")
     as_bfloat16 = parse_model({**config, "dtype": "bfloat16"}, "bf16")
     assert as_float32.dtype == "bfloat16"

@@ -11,14 +11,13 @@ law is fitted on (another seed, other multiples), each compared with `simulate`.
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from collections.abc import Callable
 from functools import cache
 
 from models.deploy import ResolvedDeployment, ServeFlags, resolve_deployment
-from models.hf_config import FAMILY_DIR, builtin_model_names, load_model, parse_model
+from models.hf_config import builtin_model_names, family_config, load_model, parse_model
 from models.plan import Plan, plan
 from models.variants import Variant
 from proofs.catalog.base import Theorem
@@ -64,7 +63,7 @@ def _deployment(variant: Variant, name: str) -> ResolvedDeployment:
     model, flags = DEPLOYMENTS[name]
     if name not in CONFIG_KEYS:
         return resolve_deployment(load_model(model), ServeFlags(**flags), variant)
-    config = {**json.loads((FAMILY_DIR / f"{model}.json").read_text(encoding="utf-8")), **CONFIG_KEYS[name]}
+    config = {**family_config(model), **CONFIG_KEYS[name]}
     return resolve_deployment(parse_model(config, name), ServeFlags(**flags), variant)
 
 

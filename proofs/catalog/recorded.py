@@ -42,12 +42,12 @@ from models.deploy import (
 from models.errors import GridproofError
 from models.geometry import DRAFT, RECURRENT, TARGET, CacheGroup, Deployment, Geometry, Request
 from models.hf_config import (
-    FAMILY_DIR,
     MTP_HIDDEN,
     NEXTN,
     HybridModel,
     ModelConfigError,
     MtpLayers,
+    family_config,
     kv_element_bytes,
     load_model,
     parse_model,
@@ -262,7 +262,7 @@ TEXT_CONFIG_TYPES = {"kimi_k3": "kimi_linear", "qwen3_5": "qwen3_5_text"}
 def reading_config(x: dict) -> dict:
     """The config.json a recorded reading case stands for: a built-in family's, with the case's keys
     set over its text config, as vLLM's config classes load it."""
-    family = json.loads((FAMILY_DIR / f"{x['model']}.json").read_text(encoding="utf-8"))
+    family = family_config(x["model"])
     text = {k: v for k, v in family.items() if not k.startswith("_")}
     if isinstance(text.get("layer_types"), str):
         text["layer_types"] = None

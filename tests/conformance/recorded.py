@@ -36,7 +36,7 @@ from pathlib import Path
 from conformance import boundaries, config_inputs, decision_inputs, split_inputs
 from models.config import ConfigInputs
 from models.deploy import SHARDED_DRAFT, SPECULATIVE_METHODS, UNSHARDED_DRAFT
-from models.hf_config import FAMILY_DIR, KV_CACHE_DTYPES, builtin_model_names, load_model
+from models.hf_config import KV_CACHE_DTYPES, builtin_model_names, family_config, load_model
 from models.scheduler import SplitCall, SplitParams
 from proofs.catalog.recorded import (
     ABSENT,
@@ -425,7 +425,7 @@ def _reading_keys() -> list[tuple[str, str]]:
     for name in builtin_model_names():
         if load_model(name).removed_from_vllm:
             continue
-        family = json.loads((FAMILY_DIR / f"{name}.json").read_text(encoding="utf-8"))
+        family = family_config(name)
         for keys, needs in READING_KEYS:
             if all(key in family for key in needs):
                 cases.append((name, json.dumps(keys, sort_keys=True)))
