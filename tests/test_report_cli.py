@@ -234,6 +234,15 @@ def test_a_misspelt_name_is_answered_with_the_closest_known(args, hint, capsys):
     assert "mutant:stop-at-start" not in err  # the hand mutants are counted, not listed
 
 
+@pytest.mark.parametrize("flag", ["--theorem", "--variant"])
+def test_a_selection_flag_given_twice_is_refused_not_half_run(flag, capsys):
+    """argparse would keep the second value and decide it alone, saying nothing of the first."""
+    first, second = ("split-bounds", "prefill-chunks") if flag == "--theorem" else ("baseline", "pr457")
+    assert main(["prove", flag, first, flag, second]) == 2
+    err = capsys.readouterr().err
+    assert err == f"gridproof: error: {flag}: given twice; it takes one value\n", err
+
+
 # --- whole report directories -------------------------------------------------------------------------
 
 

@@ -54,6 +54,17 @@ class Parser(argparse.ArgumentParser):
         return namespace, extras
 
 
+class Once(argparse.Action):
+    """A flag that takes one value and refuses a second: `--theorem a --theorem b` would otherwise decide b
+    alone, and say nothing of a."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, f"_{self.dest}_given", False):
+            parser.error(f"{option_string}: given twice; it takes one value")
+        setattr(namespace, f"_{self.dest}_given", True)
+        setattr(namespace, self.dest, values)
+
+
 def _dashes(argument: str) -> str:
     """`--flag_name[=value]` as `--flag-name[=value]`; anything else as it is."""
     if argument.startswith("--") and "_" in argument:

@@ -8,6 +8,7 @@ import argparse
 from pathlib import Path
 
 from proofs.commands.arguments import (
+    Once,
     UsageError,
     path_name,
     percentage,
@@ -26,9 +27,10 @@ def add_parser(sub) -> None:
     parser.add_argument(
         "--variant",
         type=variant_names,
+        action=Once,
         help="only this variant or mutant:NAME; several, comma-separated, are decided in manifest order",
     )
-    parser.add_argument("--theorem", help="only this theorem (any tier)")
+    parser.add_argument("--theorem", action=Once, help="only this theorem (any tier)")
     parser.add_argument(
         "--tier", default="ci", choices=("ci", "slow", "all"), help="ci (default: the catalogue CI runs), slow, or all"
     )
