@@ -129,11 +129,9 @@ def _interrupted(as_the_command: bool) -> int:
     start = "\r\033[K" if sys.stderr.isatty() else ""  # over any progress line
     print(f"{start}gridproof: {said}", file=sys.stderr)
     if as_the_command:
-        import multiprocessing
+        from proofs.runtime import workers  # here: a command that starts none need not import multiprocessing
 
-        for child in multiprocessing.active_children():
-            child.terminate()
-            child.join(1)
+        workers.stop_children()
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(OSError, ValueError, AttributeError):  # a full disk, a closed stream
                 stream.flush()

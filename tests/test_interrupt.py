@@ -124,3 +124,24 @@ def test_an_interrupt_that_ctypes_wrapped_is_not_an_error_verdict(monkeypatch):
     interrupts.REQUESTED.set()
     with pytest.raises(KeyboardInterrupt):
         decide(wrapped_interrupt, (), None)
+
+
+def _holding_sigterm_back(started) -> None:
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    started.set()
+    time.sleep(60)
+
+
+def test_a_worker_that_holds_sigterm_back_is_still_stopped():
+    """A worker forked a moment before the interrupt holds SIGTERM back until its handlers are set; on a
+    loaded machine that outlasted the second it was given, and it outlived its parent."""
+    from proofs.runtime import workers
+
+    context = workers.context()
+    started = context.Event()
+    worker = context.Process(target=_holding_sigterm_back, args=(started,), daemon=True)
+    worker.start()
+    assert started.wait(30)
+    workers.stop_children()
+    assert not worker.is_alive()
+    assert worker.exitcode == -signal.SIGKILL

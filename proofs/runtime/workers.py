@@ -76,8 +76,21 @@ def process_pool(jobs: int) -> Iterator[concurrent.futures.ProcessPoolExecutor]:
         yield pool
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
-        for child in multiprocessing.active_children():
-            child.terminate()
-            child.join(1)
+        stop_children()
         raise
     pool.shutdown()
+
+
+def stop_children() -> None:
+    """Ends every worker this process started before it returns: each is asked to stop (SIGTERM), and one
+    still alive a second later is killed. A worker forked a moment before holds SIGTERM back until it has
+    set its handlers, which on a loaded machine can outlast the second; left to that, it outlived its
+    parent."""
+    children = multiprocessing.active_children()
+    for child in children:
+        child.terminate()
+    for child in children:
+        child.join(1)
+        if child.is_alive():
+            child.kill()
+            child.join()
