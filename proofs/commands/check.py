@@ -133,7 +133,7 @@ def add_parser(sub) -> None:
     """Register `check`: --model, vLLM's serve flags, --vllm-version or --variant, and the output options."""
     parser = sub.add_parser(
         "check",
-        help="check a deployment given in vLLM's own flags: grids, published checkpoints, the proved hit law",
+        help="check a deployment given in vLLM's own flags: grids, published checkpoints, the hit law",
         allow_abbrev=False,
         underscores_as_dashes=True,  # vLLM's spellings: --max_model_len for --max-model-len
         unknown_flag_hint="gridproof check reads only the vLLM flags that place recurrent checkpoints; "
@@ -194,7 +194,7 @@ def add_parser(sub) -> None:
         type=_bounded(positive_integer, MAX_VERIFIED_LENGTH, "each length is simulated"),
         metavar="N",
         default=0,
-        help="also compare the proved hit law with simulate on every prompt length 1..N",
+        help="also compare the hit law with simulate on every prompt length 1..N",
     )
     parser.add_argument("--sweep", type=_sweep, metavar="FLAG=a..b", help="tabulate one flag's values (no proofs)")
     parser.add_argument(
