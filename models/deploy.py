@@ -422,6 +422,7 @@ def resolve_deployment(model: HybridModel, flags: ServeFlags, variant: Variant) 
         max_model_len = model.context.max_model_len(flags.max_model_len)
     except MaxModelLenError as error:
         raise DeploymentError(f"{model.name}: {error}") from None
+    _refuse_what_vllm_refuses_of_the_model(model, flags, max_model_len)
     draft = ""
     if scheduler.eagle_block_drop:
         draft = UNSHARDED_DRAFT if spec.separate_draft_group else SHARDED_DRAFT
@@ -464,6 +465,30 @@ def resolve_deployment(model: HybridModel, flags: ServeFlags, variant: Variant) 
         max_model_len=max_model_len,
         notes=tuple(notes),
     )
+
+
+def _refuse_what_vllm_refuses_of_the_model(model: HybridModel, flags: ServeFlags, max_model_len: int | None) -> None:
+    """DeploymentError for flags vLLM refuses once it knows the model: decode context parallelism over
+    too few KV heads (0.33.0 and 0.34.0 ModelConfig.verify_with_parallel_config, GQA/MQA only), and a long
+    prefill threshold over max_model_len (SchedulerConfig.verify_max_model_len)."""
+    tp, dcp = flags.tensor_parallel_size, flags.decode_context_parallel_size
+    if dcp > 1 and not model.use_mla:
+        if tp <= model.kv_heads:
+            raise DeploymentError(
+                f"{model.name}: decode context parallelism needs --tensor-parallel-size ({tp}) over the model's "
+                f"{model.kv_heads} KV heads (vLLM refuses it for GQA/MQA)"
+            )
+        if dcp > tp // model.kv_heads:
+            raise DeploymentError(
+                f"{model.name}: --decode-context-parallel-size {dcp} is over {tp // model.kv_heads}, the most "
+                f"--tensor-parallel-size {tp} leaves {model.kv_heads} KV heads (vLLM refuses it for GQA/MQA)"
+            )
+    threshold = flags.long_prefill_token_threshold
+    if max_model_len is not None and threshold > max_model_len:
+        raise DeploymentError(
+            f"--long-prefill-token-threshold {threshold:,} is over max_model_len {max_model_len:,} "
+            "(vLLM's SchedulerConfig refuses it)"
+        )
 
 
 def _refuse_what_vllm_refuses(flags: ServeFlags) -> None:

@@ -150,3 +150,92 @@ def test_exported_vllm_tests_run_against_the_installed_vllm(tmp_path):
     )
     assert run.returncode == 0, run.stdout[-2000:]
     assert "2 passed, 2 xfailed" in run.stdout, run.stdout[-2000:]
+
+
+def _vllm_refuses_the_parallelism(model, tp: int, dcp: int) -> str:
+    """vLLM's own ModelConfig.verify_with_parallel_config on check's reading of the model (its KV heads and
+    MLA): its error, or "" where it accepts. The built-in families do not all state their query heads, which
+    check does not read: 4,096 a KV head stand for them, which every TP and DCP size here divides, so vLLM's
+    rules on the query heads (divided by TP; per KV head, by DCP) are not compared."""
+    from types import SimpleNamespace
+
+    from vllm.config.model import ModelConfig
+
+    stub = SimpleNamespace(
+        model_arch_config=SimpleNamespace(total_num_attention_heads=4096 * model.kv_heads),
+        use_mla=model.use_mla,
+        get_total_num_kv_heads=lambda: model.kv_heads,
+        multimodal_config=None,
+    )
+    parallel = SimpleNamespace(
+        enable_hc_sp=False,
+        tensor_parallel_size=tp,
+        decode_context_parallel_size=dcp,
+        enable_expert_parallel=False,
+        pipeline_parallel_size=1,
+        world_size_across_dp=tp,
+    )
+    try:
+        ModelConfig.verify_with_parallel_config(stub, parallel)
+    except ValueError as error:
+        return str(error)
+    return ""
+
+
+@pytest.mark.parametrize("name", [n for n in builtin_model_names() if not load_model(n).removed_from_vllm])
+def test_decode_context_parallelism_is_refused_where_vllm_refuses_it(name):
+    """Where vLLM refuses a TP/DCP pair for the model's heads, check refuses it in one line; and a pair check
+    refuses for decode context parallelism, vLLM refuses too."""
+    from models.deploy import DeploymentError
+    from models.hf_config import ModelConfigError
+
+    model = load_model(name)
+    refused_by_vllm = 0
+    for tp in (1, 2, 4, 8, 16, 32, 64):
+        for dcp in (d for d in (2, 4, 8, 16, 32, 64) if tp % d == 0):
+            theirs = _vllm_refuses_the_parallelism(model, tp, dcp)
+            flags = ServeFlags(tensor_parallel_size=tp, decode_context_parallel_size=dcp)
+            try:
+                resolve_deployment(model, flags, BASELINE)
+                mine = ""
+            except (DeploymentError, ModelConfigError) as error:
+                mine = str(error)
+            if theirs:
+                refused_by_vllm += 1
+                assert mine, (name, tp, dcp, theirs)
+            assert not ("decode context parallelism" in mine or "decode-context-parallel-size" in mine) or theirs, (
+                name,
+                tp,
+                dcp,
+                mine,
+            )
+    assert refused_by_vllm or load_model(name).use_mla, name
+
+
+@pytest.mark.parametrize("threshold", [0, 1, 8191, 8192, 8193, 100_000])
+def test_a_long_prefill_threshold_over_max_model_len_is_refused_as_vllm_refuses_it(threshold):
+    from types import SimpleNamespace
+
+    from vllm.config.scheduler import SchedulerConfig
+
+    from models.deploy import DeploymentError
+
+    scheduler = SimpleNamespace(
+        max_num_batched_tokens=8192,
+        enable_chunked_prefill=True,
+        max_num_seqs=256,
+        max_num_active_seqs=None,
+        long_prefill_token_threshold=threshold,
+    )
+    try:
+        SchedulerConfig.verify_max_model_len(scheduler, 8192)
+        theirs = False
+    except ValueError:
+        theirs = True
+    flags = ServeFlags(max_model_len=8192, long_prefill_token_threshold=threshold)
+    try:
+        resolve_deployment(load_model("qwen3-next"), flags, BASELINE)
+        mine = False
+    except DeploymentError:
+        mine = True
+    assert mine == theirs, threshold
