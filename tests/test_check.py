@@ -326,15 +326,16 @@ def test_the_mtp_layer_count_is_read_where_vllm_reads_it_for_each_model_type(tmp
 
 def test_the_offload_chunk_is_read_as_vllm_reads_it():
     """blocks_per_chunk as given; block_size over the groups' one span per block (a DCP-sharded
-    target group's block times the DCP size), which DCP 1 leaves equal."""
+    target group's block times the DCP size), which DCP 1 leaves equal. At TP 32, as vLLM takes DCP 4 over
+    granite's 8 KV heads only from TP 32 on."""
     model = load_model("granite-4.0-h")
 
     def chunk(dcp: int, extra: dict) -> int:
         config = {"kv_connector": "OffloadingConnector", "kv_connector_extra_config": extra}
-        flags = ServeFlags(tensor_parallel_size=4, decode_context_parallel_size=dcp, kv_transfer_config=config)
+        flags = ServeFlags(tensor_parallel_size=32, decode_context_parallel_size=dcp, kv_transfer_config=config)
         return resolve_deployment(model, flags, BASELINE).geometry.deployment.offload_blocks_per_chunk
 
-    block = resolve_deployment(model, ServeFlags(tensor_parallel_size=4), BASELINE).geometry.deployment.block_size
+    block = resolve_deployment(model, ServeFlags(tensor_parallel_size=32), BASELINE).geometry.deployment.block_size
     assert chunk(1, {}) == 1
     assert chunk(4, {"blocks_per_chunk": 3}) == 3
     assert chunk(4, {"blocks_per_chunk": 3, "block_size": None}) == 3
