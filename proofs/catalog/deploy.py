@@ -151,7 +151,8 @@ def reads_the_kv_cache_dtype(variant: Variant, case: Case) -> Verdict:
 NATIVE_OFFLOAD = {"kv_connector": "OffloadingConnector"}
 # Flag sets each built-in family is resolved with (a TP and DCP size its heads do not take is refused and
 # skipped): the retention kinds a geometry file states, a drafter beside native offload, and DCP with an
-# offloaded chunk given in blocks and in tokens, where the chunk is read over each group's span.
+# offloaded chunk given in blocks and in tokens, where the chunk is read over each group's span. vLLM takes
+# DCP 16 at TP 16 for the MLA models alone, and DCP 2 at TP 4 for two KV heads; TP 32 DCP 4 takes eight.
 EMITTED_FLAGS = {
     "defaults": {},
     "dense retention": {"prefix_cache_retention_interval": None},
@@ -167,7 +168,7 @@ EMITTED_FLAGS = {
             "decode_context_parallel_size": dcp,
             "kv_transfer_config": {**NATIVE_OFFLOAD, "kv_connector_extra_config": extra},
         }
-        for tp, dcp in ((4, 2), (16, 16))
+        for tp, dcp in ((4, 2), (16, 16), (32, 4))
         for extra in ({"blocks_per_chunk": 2}, {"block_size": 12288}, {"block_size": 24576})
     },
 }
