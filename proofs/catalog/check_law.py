@@ -160,17 +160,22 @@ def _no_law_where_a_length_fails(variant: Variant, p: Plan, verdict: str, law, c
     """A length whose resend simulate cannot restore from (the prefill stalls, or vLLM's lookup fails) leaves
     the deployment without a law: check prints none, and says why."""
     budget = p.geometry.deployment.max_num_scheduled_tokens
+
+    def fails(length: int) -> bool:
+        result = simulate(variant, p.geometry, budget, prompt_tokens=length)
+        return result["reuse"] is None or result["stalled_at_step"] is not None
+
     first = law.failures[0]
-    result = simulate(variant, p.geometry, budget, prompt_tokens=first)
-    if checks.fails(
-        "simulate restores nothing at the first length that fails",
-        result["reuse"] is None or result["stalled_at_step"] is not None,
-    ):
-        return checks.verdict(f"L = {first:,} is listed as failing, where simulate restores {result['reuse']}")
+    if checks.fails("simulate restores nothing at the first length that fails", fails(first)):
+        return checks.verdict(f"L = {first:,} is listed as failing, where simulate restores something")
+    earlier = next((n for n in law.lengths if n < first and fails(n)), None)
+    if checks.fails("no length checked below the first that fails fails", earlier is None):
+        return checks.verdict(f"the first length listed as failing is {first:,}, where {earlier:,} fails")
     if checks.differ("no law where a length fails", verdict, "NO FORMULA"):
         return checks.verdict(f"L = {first:,} stalls or fails its lookup, and check reports the law {verdict}")
-    if checks.fails("the failure is said", bool(law.failure)):
-        return checks.verdict("no law, and nothing says why")
+    # check says why at the first length that fails, the one a deployer can reproduce soonest.
+    if checks.fails("the failure is said, at the first length that fails", f"{first:,}-token" in law.failure):
+        return checks.verdict(f"no law, and what it says is not of L = {first:,}: {law.failure!r}")
     return checks.verdict()
 
 
@@ -219,7 +224,8 @@ THEOREMS = (
         "wherever their prefills fit its step allowance, each grid boundary up to four of the largest then among "
         "them and its lengths at random reaching past half of "
         "--max-model-len or of 10^9), and on none past --max-model-len; and where a length's "
-        "prefill stalls or its lookup fails, which simulate confirms, check states no law and says why.",
+        "prefill stalls or its lookup fails, which simulate confirms, check states no law and says why at the first "
+        "length checked that fails.",
         (),
         enumeration=Enumeration(
             f"the deployments {', '.join(DEPLOYMENTS)} (those the variant accepts); lengths: every L up to "

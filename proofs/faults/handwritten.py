@@ -1037,6 +1037,18 @@ CHECK_LAW_MUTANTS = {
             "draft of two modules gets no law, where the engine model restores to the last boundary two tokens back",
         ),
         Mutant(
+            "law-failure-of-the-last-length",
+            BASELINE,
+            Patch(
+                "proofs.deployment.restore_law",
+                "restore_law",
+                "failure=failure(p, failures[0])",
+                "failure=failure(p, failures[-1])",
+            ),
+            "`check` says why a deployment has no law at the last length that fails, not the first: a deployer "
+            "whose 13-token prompts already stall is told of a 261,335-token one",
+        ),
+        Mutant(
             "law-unchecked-below-the-grid",
             BASELINE,
             Patch(
