@@ -560,6 +560,15 @@ def test_sweep_tabulates_one_flag(capsys):
     assert len(rows) == 3 and all(line.rstrip().endswith("yes") for line in rows)
 
 
+def test_a_sweep_with_one_row_not_ok_exits_1(capsys):
+    """Exit 0 says every value tabulated is OK: one that is not (1,152 is no multiple of PR457's span of 544
+    for qwen3-next) makes the sweep exit 1, though 1,088 is OK."""
+    status, out = check(capsys, "--model", "qwen3-next", "--variant", "pr457", "--sweep", "mamba-block-size=1088,1152")
+    rows = {line.split()[0]: line.rstrip().endswith("yes") for line in out.splitlines() if line.strip()[:1].isdigit()}
+    assert rows == {"1,088": True, "1,152": False}, out
+    assert status == 1
+
+
 def test_a_sweep_of_a_token_budget_reads_its_values_as_the_flag_does(capsys):
     _, out = check(capsys, "--sweep", "max-num-batched-tokens=4k..8k:2k")
     assert [line.split()[0] for line in out.splitlines() if line.strip()[:1].isdigit()] == ["4,000", "6,000", "8,000"]
@@ -648,3 +657,32 @@ def test_a_sweep_with_caching_off_restores_nothing(capsys):
     )
     assert status == 1
     assert "NOT ALIGNED: prefix caching of the recurrent state is off" in out and "99,648" not in out
+
+
+def test_a_connector_loaded_from_a_module_path_is_refused_where_its_hashes_matter(capsys):
+    """Under 0.34.0 a drafter hashes ahead beside a connector whose class says it keeps the hashes; a class
+    loaded from kv_connector_module_path may be any class, so check refuses to guess (exit 2)."""
+    transfer = {"kv_connector": "OffloadingConnector", "kv_connector_module_path": "my.connectors"}
+    args = ["check", "--model", "qwen3-next", "--vllm-version", "0.34.0", "--kv-transfer-config", json.dumps(transfer)]
+    assert main([*args, "--speculative-config", '{"method": "mtp", "num_speculative_tokens": 1}']) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "kv_connector_module_path" in err, err
+    assert main(args) in (0, 1)  # no drafter, no hashes ahead: nothing to guess
+    capsys.readouterr()
+
+
+def test_a_long_prefill_threshold_of_0_is_vllms_default_and_accepted(capsys):
+    """vLLM's SchedulerConfig takes 0 (its default: no threshold); check answers as without the flag."""
+    status, given = check_json(capsys, "--model", "qwen3-next", "--long-prefill-token-threshold", "0")
+    unset_status, unset = check_json(capsys, "--model", "qwen3-next")
+    for result in (given, unset):
+        result.pop("seconds")
+    assert (status, given) == (unset_status, unset)
+
+
+def test_baselines_do_not_answer_for_pr457s_guard(capsys):
+    """The guard is PR457's: under vLLM 0.33.0 a --mamba-block-size align mode overwrites is no reason the
+    deployment is not OK."""
+    status, result = check_json(capsys, "--model", "qwen3-next", "--variant", "baseline", "--mamba-block-size", "1000")
+    assert status == 0, result["why"]
+    assert result["why"] == []
