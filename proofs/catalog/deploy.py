@@ -162,6 +162,8 @@ EMITTED_FLAGS = {
         "kv_transfer_config": NATIVE_OFFLOAD,
     },
     "MTP x2": {"speculative_config": {"method": "mtp", "num_speculative_tokens": 2}},
+    "long prefill threshold 4,096": {"long_prefill_token_threshold": 4096},
+    "--mamba-block-size 4,096": {"mamba_block_size": 4096},
     **{
         f"TP{tp} DCP{dcp}, offload {extra}": {
             "tensor_parallel_size": tp,
@@ -172,6 +174,12 @@ EMITTED_FLAGS = {
         for extra in ({"blocks_per_chunk": 2}, {"block_size": 12288}, {"block_size": 24576})
     },
 }
+
+
+# The flags vLLM passes on unchanged, each a field of the geometry's deployment of the same name: the long
+# prefill threshold (SchedulerConfig; it resets it only for encoder-decoder models), the retention interval
+# (CacheConfig) and the explicit --mamba-block-size, before align mode resolves the cadence from it.
+PASSED_ON = ("long_prefill_token_threshold", "prefix_cache_retention_interval", "mamba_block_size")
 
 
 def _emitted_cases(_variant: Variant):
@@ -226,6 +234,13 @@ def emits_what_it_resolved(variant: Variant, case: Case) -> Verdict:
             if getattr(read_back.deployment, f.name) != getattr(geometry.deployment, f.name)
         ]
         return checks.verdict(f"written and read back, the geometry differs: {', '.join(changed) or 'its groups'}")
+    # Flags vLLM keeps as given (SchedulerConfig, CacheConfig) reach the geometry the engine model runs.
+    for name in PASSED_ON:
+        if checks.differ(f"{name} as given", getattr(geometry.deployment, name), getattr(flags, name)):
+            return checks.verdict(
+                f"--{name.replace('_', '-')} {getattr(flags, name)!r} resolves to "
+                f"{getattr(geometry.deployment, name)!r} in the geometry"
+            )
     over_spans = _offload_over_spans(flags, geometry)
     if checks.differ(
         "the offload chunk over the group spans", geometry.deployment.offload_blocks_per_chunk, over_spans

@@ -373,6 +373,16 @@ MUTANTS = {
             base=BASELINE,
         ),
         _mutant(
+            "long-prefill-threshold-dropped",
+            "`check` reads --long-prefill-token-threshold and leaves it out of the deployment it resolves: the "
+            "engine model splits the prefill as if no threshold were set",
+            "deploy",
+            "resolve_deployment",
+            "long_prefill_token_threshold=flags.long_prefill_token_threshold,",
+            "long_prefill_token_threshold=0,",
+            base=BASELINE,
+        ),
+        _mutant(
             "dense-retention-not-emitted",
             "`check --emit-geometry` leaves out a dense retention (vLLM's None), so the file it writes loads as "
             "retention 0, vLLM's default",
