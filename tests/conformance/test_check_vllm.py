@@ -209,7 +209,7 @@ def test_decode_context_parallelism_is_refused_where_vllm_refuses_it(name):
                 dcp,
                 mine,
             )
-    assert refused_by_vllm or load_model(name).use_mla, name
+    assert refused_by_vllm or model.use_mla, name
 
 
 @pytest.mark.parametrize("threshold", [0, 1, 8191, 8192, 8193, 100_000])
